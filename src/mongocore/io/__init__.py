@@ -1,0 +1,1 @@
+"""The I/O shell: sockets, pools, monitor threads and the live topology."""

@@ -1,0 +1,1 @@
+"""The server-selection pure core: read preferences, suitability, staleness, latency window."""

@@ -1,0 +1,1 @@
+"""The wire protocol codec: bytes in, messages out; messages in, bytes out."""

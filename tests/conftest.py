@@ -1,0 +1,55 @@
+"""Test-wide configuration: the spec-suite switch, hypothesis profiles, thread-leak check."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# CI runs a fixed, derandomized profile so a result never depends on luck.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--require-spec-tests",
+        action="store_true",
+        default=False,
+        help="fail, instead of skipping, when MONGOCORE_SPEC_TESTS is unset or a suite is missing",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--require-spec-tests"):
+        os.environ["MONGOCORE_REQUIRE_SPEC_TESTS"] = "1"
+
+
+@pytest.fixture(autouse=True)
+def no_thread_leak() -> Iterator[None]:
+    """Every test must stop and join the threads it started."""
+    before = set(threading.enumerate())
+    yield
+    leaked = [
+        t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon
+    ]
+    leaked += [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and t.name.startswith("mongocore")
+    ]
+    for t in leaked:
+        t.join(timeout=10)
+    still = sorted({t.name for t in leaked if t.is_alive()})
+    assert not still, f"threads left running after the test: {still}"
