@@ -41,9 +41,7 @@ def no_thread_leak() -> Iterator[None]:
     """Every test must stop and join the threads it started."""
     before = set(threading.enumerate())
     yield
-    leaked = [
-        t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon
-    ]
+    leaked = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
     leaked += [
         t
         for t in threading.enumerate()

@@ -110,6 +110,11 @@ class DocumentTooLarge(MongoCoreError):
     """A document or message exceeds a size limit the server announced; nothing was sent."""
 
 
+class PoolClosedError(ConnectionFailure):
+    """A connection was requested from a closed pool (its server left the topology, or the
+    client was closed); select a server again."""
+
+
 # --- server replies ------------------------------------------------------------
 
 

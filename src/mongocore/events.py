@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from mongocore.address import Address
+from mongocore.description.topology import TopologyDescription, Transition
+from mongocore.description.types import ServerType, TopologyType
 
 if TYPE_CHECKING:
     from mongocore.description.server import ServerDescription
-    from mongocore.description.topology import TopologyDescription, Transition
 
 _log = logging.getLogger("mongocore.events")
 
@@ -355,9 +356,6 @@ def _deliver(listeners: Sequence[object], method: str, event: object) -> None:
 
 def events_for_opening(topology_id: object, initial: TopologyDescription) -> list[SdamEvent]:
     """Opening a topology: opened, the first description change, then each seed opened."""
-    from mongocore.description.topology import TopologyDescription
-    from mongocore.description.types import TopologyType
-
     empty = TopologyDescription(TopologyType.UNKNOWN, {}, initial.settings)
     events: list[SdamEvent] = [
         TopologyOpeningEvent(topology_id),
@@ -405,8 +403,6 @@ def events_for_transition(topology_id: object, transition: Transition) -> list[S
 def _unknown_to_possible_primary(old: ServerDescription, new: ServerDescription) -> bool:
     # For a multi-threaded client PossiblePrimary "is synonymous with Unknown": marking
     # an Unknown server as the possible primary is no change worth an event.
-    from mongocore.description.types import ServerType
-
     return old.type is ServerType.UNKNOWN and new == old.replace(type=ServerType.POSSIBLE_PRIMARY)
 
 

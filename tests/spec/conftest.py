@@ -1,5 +1,7 @@
 import pytest
 
+from tests.spec import deviations, specdata
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
@@ -9,8 +11,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """In a full strict run, every deviations.toml entry must have been used by some test."""
-    from tests.spec import deviations, specdata
-
     config = session.config
     selective = bool(config.getoption("keyword") or config.getoption("markexpr"))
     if not specdata.required() or selective or session.testsfailed or not session.items:

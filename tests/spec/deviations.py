@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ FILE = Path(__file__).resolve().parents[2] / "specs" / "deviations.toml"
 USED: set[tuple[str, str, str]] = set()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _entries() -> dict[str, list[dict[str, Any]]]:
     with open(FILE, "rb") as f:
         data = tomllib.load(f)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bson import json_util
 
 ENV = "MONGOCORE_SPEC_TESTS"
 HOW_TO_GET = (
@@ -74,7 +75,5 @@ def load(path: Path) -> Any:
 
 def load_extended(path: Path) -> Any:
     """Load a suite file decoding extended JSON ($oid, $numberLong, ...) into bson types."""
-    from bson import json_util
-
     with open(path, encoding="utf-8") as f:
         return json_util.loads(f.read())

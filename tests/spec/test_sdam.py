@@ -146,7 +146,10 @@ def check_server(
     for key, attribute in simple.items():
         if key in expected:
             assert getattr(sd, attribute) == expected[key], f"{where}: {key}"
-    for key, attribute in (("minWireVersion", "min_wire_version"), ("maxWireVersion", "max_wire_version")):
+    for key, attribute in (
+        ("minWireVersion", "min_wire_version"),
+        ("maxWireVersion", "max_wire_version"),
+    ):
         if key in expected:
             # The suites write null for "never reported"; our default is 0.
             assert getattr(sd, attribute) == (expected[key] or 0), f"{where}: {key}"
@@ -161,7 +164,7 @@ def check_server(
 def check_events(actual: list[SdamEvent], expected: list[Mapping[str, Any]], where: str) -> None:
     assert len(actual) == len(expected), f"{where}: {[type(e).__name__ for e in actual]}"
     for event, spec in zip(actual, expected):
-        (name, fields), = spec.items()
+        ((name, fields),) = spec.items()
         if name == "topology_opening_event":
             assert isinstance(event, TopologyOpeningEvent), where
         elif name == "server_opening_event":

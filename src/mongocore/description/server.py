@@ -88,6 +88,7 @@ class ServerDescription:
         "type",
     )
 
+    _eq_key: Optional[tuple[Any, ...]]
     address: Address
     type: ServerType
     error: Optional[str]
@@ -152,12 +153,8 @@ class ServerDescription:
         _set(self, "max_wire_version", max_wire_version)
         _set(self, "me", me)
         _set(self, "hosts", hosts if isinstance(hosts, frozenset) else frozenset(hosts))
-        _set(
-            self, "passives", passives if isinstance(passives, frozenset) else frozenset(passives)
-        )
-        _set(
-            self, "arbiters", arbiters if isinstance(arbiters, frozenset) else frozenset(arbiters)
-        )
+        _set(self, "passives", passives if isinstance(passives, frozenset) else frozenset(passives))
+        _set(self, "arbiters", arbiters if isinstance(arbiters, frozenset) else frozenset(arbiters))
         _set(self, "tags", tags if tags is not None else _NO_TAGS)
         _set(self, "set_name", set_name)
         _set(self, "election_id", election_id)
@@ -193,7 +190,12 @@ class ServerDescription:
         """
         try:
             return _parse_hello(
-                cls, address, hello, round_trip_time, min_round_trip_time, last_update_time
+                cls,
+                address,
+                hello,
+                round_trip_time=round_trip_time,
+                min_round_trip_time=min_round_trip_time,
+                last_update_time=last_update_time,
             )
         except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
             return cls(
@@ -337,6 +339,7 @@ def _parse_hello(
     cls: type[ServerDescription],
     address: Address,
     hello: Mapping[str, Any],
+    *,
     round_trip_time: Optional[float],
     min_round_trip_time: Optional[float],
     last_update_time: float,

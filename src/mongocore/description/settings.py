@@ -95,9 +95,7 @@ def check_configuration(
         raise ConfigurationError("directConnection=true cannot be used with mongodb+srv://")
     if load_balanced:
         if direct_connection:
-            raise ConfigurationError(
-                "loadBalanced=true cannot be used with directConnection=true"
-            )
+            raise ConfigurationError("loadBalanced=true cannot be used with directConnection=true")
         if replica_set is not None:
             raise ConfigurationError("loadBalanced=true cannot be used with replicaSet")
         if len(seeds) > 1:

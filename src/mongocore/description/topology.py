@@ -39,6 +39,8 @@ WIRE_VERSION_4_2 = 8
 
 _T = TopologyType
 _S = ServerType
+# Not checked by a monitor, so without wire versions of their own.
+_NO_WIRE_VERSIONS = frozenset({_S.UNKNOWN, _S.POSSIBLE_PRIMARY, _S.LOAD_BALANCER})
 _UNSET: Any = object()
 
 
@@ -64,6 +66,10 @@ class TopologyDescription:
         "type",
     )
 
+    _servers: dict[Address, ServerDescription]
+    _compatibility_error: Any
+    _lstm: Any
+    _primary: Any
     type: TopologyType
     set_name: Optional[str]
     max_election_id: Optional[Any]
@@ -125,7 +131,8 @@ class TopologyDescription:
             error = None
             for sd in self._servers.values():
                 # A load balancer's wire versions come from each connection's handshake.
-                if sd.type is _S.UNKNOWN or sd.type is _S.LOAD_BALANCER:
+                # PossiblePrimary is never checked: like Unknown, it has no wire versions.
+                if sd.type in _NO_WIRE_VERSIONS:
                     continue
                 if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
                     error = (
@@ -354,10 +361,7 @@ class _Update:
                 and self.max_election_id is not None
                 and (
                     self.max_set_version > set_version
-                    or (
-                        self.max_set_version == set_version
-                        and self.max_election_id > election_id
-                    )
+                    or (self.max_set_version == set_version and self.max_election_id > election_id)
                 )
             ):
                 self._mark_stale_primary(sd)
@@ -508,7 +512,9 @@ def remove_all(description: TopologyDescription) -> Transition:
     return Transition(description, closed, removed=tuple(description._servers))
 
 
-def _has_primary(servers: Mapping[Address, ServerDescription], previous: TopologyDescription) -> bool:
+def _has_primary(
+    servers: Mapping[Address, ServerDescription], previous: TopologyDescription
+) -> bool:
     # Fast path: the previous primary is usually still there.
     hint = previous._primary
     if hint is not _UNSET and hint is not None:

@@ -1,0 +1,165 @@
+"""Properties of the SDAM state machine over random sequences of hello outcomes."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from bson import ObjectId
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mongocore.address import Address
+from mongocore.description.errors import ApplicationError, ErrorKind, classify
+from mongocore.description.server import ServerDescription
+from mongocore.description.settings import TopologySettings
+from mongocore.description.topology import TopologyDescription, apply
+from mongocore.description.types import ServerType, TopologyType
+from mongocore.errors import ConfigurationError
+
+ADDRESSES = [Address(f"h{i}", 27017) for i in range(7)]
+address = st.sampled_from(ADDRESSES)
+election_ids = st.sampled_from([None] + [ObjectId(f"{i:024x}") for i in range(1, 4)])
+
+
+@st.composite
+def hello(draw: st.DrawFn) -> Optional[dict[str, Any]]:
+    """A hello reply of any server type, or None for a failed check."""
+    kind = draw(
+        st.sampled_from(
+            ["fail", "standalone", "mongos", "ghost", "arbiter", "other"]
+            + ["primary", "secondary"] * 4
+        )
+    )
+    if kind == "fail":
+        return None
+    reply: dict[str, Any] = {
+        "ok": 1,
+        "minWireVersion": 0,
+        "maxWireVersion": draw(st.sampled_from([9, 17, 21])),
+    }
+    if kind == "mongos":
+        reply["msg"] = "isdbgrid"
+    elif kind == "ghost":
+        reply["isreplicaset"] = True
+    elif kind != "standalone":
+        reply["setName"] = draw(st.sampled_from(["rs"] * 5 + ["other"]))
+        # Mostly the same few members, so that discovery converges and races happen.
+        members = st.one_of(
+            st.just(ADDRESSES[:3]), st.just(ADDRESSES), st.lists(address, max_size=7, unique=True)
+        )
+        reply["hosts"] = [str(a) for a in draw(members)]
+        reply["isWritablePrimary"] = kind == "primary"
+        reply["secondary"] = kind == "secondary"
+        reply["arbiterOnly"] = kind == "arbiter"
+        if draw(st.booleans()):
+            reply["primary"] = str(draw(address))
+        if draw(st.integers(0, 4)) == 0:
+            reply["me"] = str(draw(address))
+        if kind == "primary":
+            reply["electionId"] = draw(election_ids)
+            reply["setVersion"] = draw(st.sampled_from([None, 1, 2, 3]))
+    return reply
+
+
+@st.composite
+def settings(draw: st.DrawFn) -> TopologySettings:
+    seeds = tuple(
+        draw(st.lists(st.sampled_from(ADDRESSES[:4]), min_size=1, max_size=4, unique=True))
+    )
+    direct = draw(st.sampled_from([None, False, True])) if len(seeds) == 1 else None
+    replica_set = draw(st.sampled_from([None, "rs"]))
+    return TopologySettings(seeds=seeds, direct_connection=direct, replica_set=replica_set)
+
+
+step = st.one_of(
+    st.tuples(st.just("hello"), address, hello()),
+    st.tuples(st.just("error"), address, st.sampled_from(["network", "notwritable", "shutdown"])),
+)
+
+
+def snapshot(td: TopologyDescription) -> tuple[Any, ...]:
+    return (
+        td.type,
+        td.set_name,
+        td.max_election_id,
+        td.max_set_version,
+        tuple((a, sd, sd.round_trip_time) for a, sd in td.servers.items()),
+    )
+
+
+def check_invariants(td: TopologyDescription, initial_type: TopologyType) -> None:
+    types = [sd.type for sd in td.servers.values()]
+    assert types.count(ServerType.RS_PRIMARY) <= 1
+    if initial_type is TopologyType.SINGLE:
+        assert td.type is TopologyType.SINGLE
+        assert len(td.servers) == 1
+    if td.type is TopologyType.SHARDED:
+        assert set(types) <= {ServerType.MONGOS, ServerType.UNKNOWN}
+    if td.type is TopologyType.REPLICA_SET_WITH_PRIMARY:
+        assert ServerType.RS_PRIMARY in types
+    if td.type is TopologyType.REPLICA_SET_NO_PRIMARY:
+        assert ServerType.RS_PRIMARY not in types
+    if td.type in (TopologyType.REPLICA_SET_NO_PRIMARY, TopologyType.REPLICA_SET_WITH_PRIMARY):
+        assert ServerType.STANDALONE not in types and ServerType.MONGOS not in types
+    if initial_type is TopologyType.REPLICA_SET_NO_PRIMARY:
+        assert td.type in (
+            TopologyType.REPLICA_SET_NO_PRIMARY,
+            TopologyType.REPLICA_SET_WITH_PRIMARY,
+        )
+    for addr, sd in td.servers.items():
+        assert sd.address == addr
+
+
+@given(settings(), st.lists(step, min_size=8, max_size=60))
+def test_random_outcomes_keep_the_invariants(
+    config: TopologySettings, steps: list[tuple[str, Address, Any]]
+) -> None:
+    td = TopologyDescription.initial(config)
+    initial_type = td.type
+    generations = dict.fromkeys(ADDRESSES, 0)
+    for kind, addr, payload in steps:
+        before = snapshot(td)
+        if kind == "hello":
+            if payload is None:
+                sd = ServerDescription.from_error(addr, "connection refused")
+            else:
+                sd = ServerDescription.from_hello(addr, payload, 0.005)
+            sd_before = (sd, sd.hosts, sd.round_trip_time)
+            transition = apply(td, sd)
+            assert (sd, sd.hosts, sd.round_trip_time) == sd_before, "apply mutated its input"
+        else:
+            reply = None
+            if payload != "network":
+                code = 10107 if payload == "notwritable" else 91
+                reply = {"ok": 0, "code": code, "errmsg": payload}
+            error = ApplicationError(
+                addr,
+                ErrorKind.NETWORK if reply is None else ErrorKind.COMMAND,
+                generations[addr],
+                max_wire_version=21,
+                reply=reply,
+            )
+            decision = classify(td, error, generations[addr])
+            if decision.clear_pool:
+                generations[addr] += 1
+            if decision.mark_unknown is None:
+                assert snapshot(td) == before
+                continue
+            transition = apply(td, decision.mark_unknown)
+        assert snapshot(td) == before, "apply mutated the previous description"
+        assert snapshot(transition.previous) == before
+        td = transition.description
+        check_invariants(td, initial_type)
+        assert not set(transition.added) & set(transition.removed)
+        assert set(transition.added) <= set(td.servers)
+        assert not set(transition.removed) & set(td.servers)
+
+
+@given(st.lists(address, min_size=2, max_size=5, unique=True))
+def test_direct_connection_with_several_seeds_is_refused(seeds: list[Address]) -> None:
+    try:
+        TopologySettings(seeds=tuple(seeds), direct_connection=True)
+    except ConfigurationError as exc:
+        assert "directConnection=true" in str(exc)
+    else:
+        raise AssertionError("directConnection=true with several seeds was accepted")
