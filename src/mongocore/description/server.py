@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any, NamedTuple, Optional
 
 from mongocore.address import Address, parse_address
@@ -34,7 +35,7 @@ class TopologyVersion(NamedTuple):
             return None
         if isinstance(document, TopologyVersion):
             return document
-        if not isinstance(document, Mapping):
+        if not isinstance(document, (dict, Mapping)):
             raise TypeError(f"topologyVersion must be a document, not {type(document).__name__}")
         return cls(document["processId"], int(document["counter"]))
 
@@ -46,7 +47,9 @@ def compare_topology_version(
 
     Unknown or different processIds mean "assume the response is more recent".
     """
-    if current is None or new is None or current.process_id != new.process_id:
+    if current is None or new is None:
+        return -1
+    if current.process_id is not new.process_id and current.process_id != new.process_id:
         return -1
     if current.counter == new.counter:
         return 0
@@ -61,33 +64,8 @@ class ServerDescription:
     ``last_write_date`` is seconds since the Unix epoch.
     """
 
-    __slots__ = (
-        "_eq_key",
-        "address",
-        "arbiters",
-        "election_id",
-        "error",
-        "hosts",
-        "iscryptd",
-        "last_update_time",
-        "last_write_date",
-        "logical_session_timeout_minutes",
-        "max_wire_version",
-        "me",
-        "min_round_trip_time",
-        "min_wire_version",
-        "op_time",
-        "passives",
-        "primary",
-        "round_trip_time",
-        "service_id",
-        "set_name",
-        "set_version",
-        "tags",
-        "topology_version",
-        "type",
-    )
-
+    # Built with one __dict__ assignment (see _build): a monitor makes one of these
+    # per heartbeat, and per-field object.__setattr__ calls cost more than parsing.
     _eq_key: Optional[tuple[Any, ...]]
     address: Address
     type: ServerType
@@ -140,32 +118,37 @@ class ServerDescription:
         iscryptd: bool = False,
         service_id: Optional[Any] = None,
     ) -> None:
-        _set(self, "address", address)
-        _set(self, "type", type)
-        _set(self, "error", error)
         # "while a server's type is Unknown its RTT is null"
         known = type is not ServerType.UNKNOWN
-        _set(self, "round_trip_time", round_trip_time if known else None)
-        _set(self, "min_round_trip_time", min_round_trip_time if known else None)
-        _set(self, "last_write_date", last_write_date)
-        _set(self, "op_time", op_time)
-        _set(self, "min_wire_version", min_wire_version)
-        _set(self, "max_wire_version", max_wire_version)
-        _set(self, "me", me)
-        _set(self, "hosts", hosts if isinstance(hosts, frozenset) else frozenset(hosts))
-        _set(self, "passives", passives if isinstance(passives, frozenset) else frozenset(passives))
-        _set(self, "arbiters", arbiters if isinstance(arbiters, frozenset) else frozenset(arbiters))
-        _set(self, "tags", tags if tags is not None else _NO_TAGS)
-        _set(self, "set_name", set_name)
-        _set(self, "election_id", election_id)
-        _set(self, "set_version", set_version)
-        _set(self, "primary", primary)
-        _set(self, "last_update_time", last_update_time)
-        _set(self, "logical_session_timeout_minutes", logical_session_timeout_minutes)
-        _set(self, "topology_version", topology_version)
-        _set(self, "iscryptd", iscryptd)
-        _set(self, "service_id", service_id)
-        _set(self, "_eq_key", None)
+        _build(
+            self,
+            {
+                "address": address,
+                "type": type,
+                "error": error,
+                "round_trip_time": round_trip_time if known else None,
+                "min_round_trip_time": min_round_trip_time if known else None,
+                "last_write_date": last_write_date,
+                "op_time": op_time,
+                "min_wire_version": min_wire_version,
+                "max_wire_version": max_wire_version,
+                "me": me,
+                "hosts": hosts if isinstance(hosts, frozenset) else frozenset(hosts),
+                "passives": passives if isinstance(passives, frozenset) else frozenset(passives),
+                "arbiters": arbiters if isinstance(arbiters, frozenset) else frozenset(arbiters),
+                "tags": tags if tags is not None else _NO_TAGS,
+                "set_name": set_name,
+                "election_id": election_id,
+                "set_version": set_version,
+                "primary": primary,
+                "last_update_time": last_update_time,
+                "logical_session_timeout_minutes": logical_session_timeout_minutes,
+                "topology_version": topology_version,
+                "iscryptd": iscryptd,
+                "service_id": service_id,
+                "_eq_key": None,
+            },
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"ServerDescription is immutable; cannot set {name!r}")
@@ -230,7 +213,9 @@ class ServerDescription:
         """A copy with some fields changed."""
         fields = {name: getattr(self, name) for name in _INIT_FIELDS}
         fields.update(changes)
-        return ServerDescription(**fields)
+        address = fields.pop("address", self.address)
+        server_type = fields.pop("type", self.type)
+        return ServerDescription(address, server_type, **fields)
 
     # --- derived facts --------------------------------------------------------
 
@@ -279,7 +264,7 @@ class ServerDescription:
                 self.topology_version,
                 self.iscryptd,
             )
-            _set(self, "_eq_key", key)
+            self.__dict__["_eq_key"] = key
         return key
 
     def __eq__(self, other: object) -> bool:
@@ -301,7 +286,17 @@ class ServerDescription:
         return " ".join(parts) + ">"
 
 
-_INIT_FIELDS = [name for name in ServerDescription.__slots__ if name != "_eq_key"]
+_INIT_FIELDS = [
+    name
+    for name in ServerDescription.__annotations__
+    if not name.startswith("_") and name not in ("address", "type")
+]
+
+
+def _build(instance: object, fields: dict[str, Any]) -> None:
+    _set(instance, "__dict__", fields)
+
+
 _WRITABLE = frozenset(
     {
         ServerType.RS_PRIMARY,
@@ -318,6 +313,12 @@ def _addresses(values: Any, field: str) -> frozenset[Address]:
         return _EMPTY
     if not isinstance(values, list):
         raise TypeError(f"{field!r} must be an array of host names")
+    return _address_set(tuple(values))
+
+
+@lru_cache(maxsize=256)
+def _address_set(values: tuple[Any, ...]) -> frozenset[Address]:
+    # Members report the same list on every heartbeat: parse it once.
     return frozenset(parse_address(v.lower()) for v in values)
 
 
@@ -344,7 +345,7 @@ def _parse_hello(
     min_round_trip_time: Optional[float],
     last_update_time: float,
 ) -> ServerDescription:
-    if not isinstance(hello, Mapping):
+    if not isinstance(hello, (dict, Mapping)):  # dict first: the common, fast check
         raise TypeError("the reply is not a document")
     get = hello.get
     ok = get("ok")
@@ -385,7 +386,7 @@ def _parse_hello(
     last_write = get("lastWrite")
     last_write_date = op_time = None
     if last_write is not None:
-        if not isinstance(last_write, Mapping):
+        if not isinstance(last_write, (dict, Mapping)):
             raise TypeError("'lastWrite' must be a document")
         last_write_date = _epoch_seconds(last_write.get("lastWriteDate"))
         op_time = last_write.get("opTime")
@@ -393,31 +394,38 @@ def _parse_hello(
     me = get("me")
     primary = get("primary")
     tags = get("tags")
-    if tags is not None and not isinstance(tags, Mapping):
+    if tags is not None and not isinstance(tags, (dict, Mapping)):
         raise TypeError("'tags' must be a document")
     set_version = get("setVersion")
     lstm = get("logicalSessionTimeoutMinutes")
-    return cls(
-        address,
-        server_type,
-        round_trip_time=round_trip_time,
-        min_round_trip_time=min_round_trip_time,
-        last_write_date=last_write_date,
-        op_time=op_time,
-        min_wire_version=int(get("minWireVersion", 0)),
-        max_wire_version=int(get("maxWireVersion", 0)),
-        me=parse_address(me.lower()) if me is not None else None,
-        hosts=_addresses(get("hosts"), "hosts"),
-        passives=_addresses(get("passives"), "passives"),
-        arbiters=_addresses(get("arbiters"), "arbiters"),
-        tags=dict(tags) if tags else None,
-        set_name=set_name,
-        election_id=get("electionId"),
-        set_version=int(set_version) if set_version is not None else None,
-        primary=parse_address(primary.lower()) if primary is not None else None,
-        last_update_time=last_update_time,
-        logical_session_timeout_minutes=int(lstm) if lstm is not None else None,
-        topology_version=topology_version,
-        iscryptd=bool(get("iscryptd", False)),
-        service_id=get("serviceId"),
+    sd = cls.__new__(cls)
+    _build(
+        sd,
+        {
+            "address": address,
+            "type": server_type,
+            "error": None,
+            "round_trip_time": round_trip_time,
+            "min_round_trip_time": min_round_trip_time,
+            "last_write_date": last_write_date,
+            "op_time": op_time,
+            "min_wire_version": int(get("minWireVersion", 0)),
+            "max_wire_version": int(get("maxWireVersion", 0)),
+            "me": parse_address(me.lower()) if me is not None else None,
+            "hosts": _addresses(get("hosts"), "hosts"),
+            "passives": _addresses(get("passives"), "passives"),
+            "arbiters": _addresses(get("arbiters"), "arbiters"),
+            "tags": dict(tags) if tags else _NO_TAGS,
+            "set_name": set_name,
+            "election_id": get("electionId"),
+            "set_version": int(set_version) if set_version is not None else None,
+            "primary": parse_address(primary.lower()) if primary is not None else None,
+            "last_update_time": last_update_time,
+            "logical_session_timeout_minutes": int(lstm) if lstm is not None else None,
+            "topology_version": topology_version,
+            "iscryptd": bool(get("iscryptd", False)),
+            "service_id": get("serviceId"),
+            "_eq_key": None,
+        },
     )
+    return sd

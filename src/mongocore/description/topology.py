@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from mongocore import DRIVER_NAME
 from mongocore.address import Address
@@ -52,20 +51,6 @@ class TopologyDescription:
     compatibility) are computed once, on first use, and kept.
     """
 
-    __slots__ = (
-        "_compatibility_error",
-        "_lstm",
-        "_primary",
-        "_servers",
-        "max_election_id",
-        "max_set_version",
-        "selection_cache",
-        "servers",
-        "set_name",
-        "settings",
-        "type",
-    )
-
     _servers: dict[Address, ServerDescription]
     _compatibility_error: Any
     _lstm: Any
@@ -88,20 +73,27 @@ class TopologyDescription:
         max_election_id: Optional[Any] = None,
         max_set_version: Optional[int] = None,
     ) -> None:
-        init = object.__setattr__
         own = dict(servers)
-        init(self, "type", type)
-        init(self, "_servers", own)
-        init(self, "servers", MappingProxyType(own))
-        init(self, "settings", settings)
-        init(self, "set_name", set_name)
-        init(self, "max_election_id", max_election_id)
-        init(self, "max_set_version", max_set_version)
-        init(self, "_compatibility_error", _UNSET)
-        init(self, "_lstm", _UNSET)
-        init(self, "_primary", _UNSET)
-        # Owned by mongocore.selection: per-description precomputed selection data.
-        init(self, "selection_cache", {})
+        # One __dict__ assignment instead of a setattr per field: apply() makes one
+        # description per heartbeat.
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "type": type,
+                "_servers": own,
+                "servers": MappingProxyType(own),
+                "settings": settings,
+                "set_name": set_name,
+                "max_election_id": max_election_id,
+                "max_set_version": max_set_version,
+                "_compatibility_error": _UNSET,
+                "_lstm": _UNSET,
+                "_primary": _UNSET,
+                # Owned by mongocore.selection: per-description precomputed selection data.
+                "selection_cache": {},
+            },
+        )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"TopologyDescription is immutable; cannot set {name!r}")
@@ -149,7 +141,7 @@ class TopologyDescription:
                         f"{_MONGODB_VERSION_OF_WIRE[CLIENT_MIN_WIRE_VERSION]})."
                     )
                     break
-            object.__setattr__(self, "_compatibility_error", error)
+            self.__dict__["_compatibility_error"] = error
         return error  # type: ignore[no-any-return]
 
     @property
@@ -165,7 +157,7 @@ class TopologyDescription:
                         lstm = None
                         break
                     lstm = value if lstm is None else min(lstm, value)
-            object.__setattr__(self, "_lstm", lstm)
+            self.__dict__["_lstm"] = lstm
         return lstm  # type: ignore[no-any-return]
 
     @property
@@ -173,7 +165,7 @@ class TopologyDescription:
         primary = self._primary
         if primary is _UNSET:
             primary = next((s for s in self._servers.values() if s.type is _S.RS_PRIMARY), None)
-            object.__setattr__(self, "_primary", primary)
+            self.__dict__["_primary"] = primary
         return primary  # type: ignore[no-any-return]
 
     @property
@@ -186,8 +178,7 @@ class TopologyDescription:
         return f"<TopologyDescription {self.type.value}{name} servers=[{servers}]>"
 
 
-@dataclass(frozen=True)
-class Transition:
+class Transition(NamedTuple):
     """The outcome of applying one ServerDescription to a TopologyDescription."""
 
     previous: TopologyDescription
@@ -404,10 +395,10 @@ class _Update:
             previous,
             description,
             stored if stored is not None else applied,
-            tuple(self.added),
-            tuple(self.removed),
-            tuple(self.request_check),
-            tuple(self.clear_pools),
+            tuple(self.added) if self.added else (),
+            tuple(self.removed) if self.removed else (),
+            tuple(self.request_check) if self.request_check else (),
+            tuple(self.clear_pools) if self.clear_pools else (),
             ready,
         )
 
@@ -515,9 +506,10 @@ def remove_all(description: TopologyDescription) -> Transition:
 def _has_primary(
     servers: Mapping[Address, ServerDescription], previous: TopologyDescription
 ) -> bool:
-    # Fast path: the previous primary is usually still there.
-    hint = previous._primary
-    if hint is not _UNSET and hint is not None:
+    # Fast path: the previous primary (computed once per description, and needed by
+    # server selection anyway) is usually still there.
+    hint = previous.primary
+    if hint is not None:
         current = servers.get(hint.address)
         if current is not None and current.type is _S.RS_PRIMARY:
             return True
