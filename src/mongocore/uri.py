@@ -267,7 +267,7 @@ def _write_concern_w(name: str, value: object, notes: list[str]) -> object:
 
 # RFC 6335 section 5.1: 1-15 characters, letters, digits and hyphens, at least one
 # letter, no leading, trailing or doubled hyphen.
-_SERVICE_NAME = re.compile(r"(?=.{1,15}\Z)(?=.*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\Z")
+_SERVICE_NAME = re.compile(r"(?=.{1,62}\Z)(?=.*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\Z")
 
 
 def _srv_service_name(name: str, value: object, notes: list[str]) -> str:

@@ -14,6 +14,8 @@ import dns.exception
 import dns.resolver
 import dns.rrset
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mongocore.address import Address
 from mongocore.description.types import TopologyType
@@ -89,6 +91,16 @@ class Reversing:
     def shuffle(self, x: list[Any]) -> None:
         self.calls += 1
         x.reverse()
+
+
+def dns_error(kind: Any, **kwargs: Any) -> Exception:
+    """A dnspython exception (its constructors are untyped)."""
+    error: Exception = kind(**kwargs)
+    return error
+
+
+def _alive(poller: SrvPoller) -> bool:
+    return poller.is_alive
 
 
 def a(host: str, port: int = 27017) -> Address:
@@ -496,7 +508,9 @@ def test_dnspython_resolver_txt_joins_each_records_strings() -> None:
     assert sorted(resolver.txt("a.example.com")) == ["authSource=x", "replicaSet=repl0"]
 
 
-@pytest.mark.parametrize("error", [dns.resolver.NXDOMAIN(), dns.resolver.NoAnswer()])
+@pytest.mark.parametrize(
+    "error", [dns_error(dns.resolver.NXDOMAIN), dns_error(dns.resolver.NoAnswer)]
+)
 def test_dnspython_resolver_no_txt_record_is_empty(error: Exception) -> None:
     resolver = DnsPythonResolver(resolve=FakeDnsPython({("a.example.com", "TXT"): error}))
     assert resolver.txt("a.example.com") == []
@@ -512,11 +526,14 @@ def test_dnspython_resolver_txt_must_be_utf8() -> None:
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
-        (dns.resolver.NXDOMAIN(), "NXDOMAIN"),
-        (dns.resolver.NoAnswer(), "no SRV record"),
-        (dns.resolver.LifetimeTimeout(timeout=2.0, errors=[]), "no answer within 2.0 seconds"),
-        (dns.exception.Timeout(), "no answer within 2.0 seconds"),
-        (dns.resolver.NoNameservers(), "All nameservers failed"),
+        (dns_error(dns.resolver.NXDOMAIN), "NXDOMAIN"),
+        (dns_error(dns.resolver.NoAnswer), "no SRV record"),
+        (
+            dns_error(dns.resolver.LifetimeTimeout, timeout=2.0, errors=[]),
+            "no answer within 2.0 seconds",
+        ),
+        (dns_error(dns.exception.Timeout), "no answer within 2.0 seconds"),
+        (dns_error(dns.resolver.NoNameservers), "All nameservers failed"),
     ],
 )
 def test_dnspython_resolver_srv_errors(error: Exception, reason: str) -> None:
@@ -531,7 +548,7 @@ def test_dnspython_resolver_srv_errors(error: Exception, reason: str) -> None:
 
 def test_dnspython_resolver_txt_timeout_is_an_error() -> None:
     resolver = DnsPythonResolver(
-        1.0, resolve=FakeDnsPython({("a.example.com", "TXT"): dns.exception.Timeout()})
+        1.0, resolve=FakeDnsPython({("a.example.com", "TXT"): dns_error(dns.exception.Timeout)})
     )
     with pytest.raises(ConfigurationError, match=r"TXT lookup of a\.example\.com failed"):
         resolver.txt("a.example.com")
@@ -539,7 +556,9 @@ def test_dnspython_resolver_txt_timeout_is_an_error() -> None:
 
 def test_dnspython_resolver_error_reaches_resolve_seedlist() -> None:
     name = "_mongodb._tcp.a.example.com"
-    resolver = DnsPythonResolver(resolve=FakeDnsPython({(name, "SRV"): dns.resolver.NXDOMAIN()}))
+    resolver = DnsPythonResolver(
+        resolve=FakeDnsPython({(name, "SRV"): dns_error(dns.resolver.NXDOMAIN)})
+    )
     with pytest.raises(ConfigurationError, match="could not be used to find hosts"):
         resolve_seedlist("a.example.com", resolver=resolver)
 
@@ -583,6 +602,25 @@ def test_updated_srv_hosts_random_new_hosts_up_to_srv_max_hosts() -> None:
         for seed in range(50)
     }
     assert outcomes == {(L17, L19), (L17, L20)}
+
+
+_PORTS = st.lists(st.integers(27017, 27030), unique=True, max_size=8)
+
+
+@given(current=_PORTS, resolved=_PORTS.filter(bool), srv_max_hosts=st.integers(0, 10))
+def test_updated_srv_hosts_properties(
+    current: list[int], resolved: list[int], srv_max_hosts: int
+) -> None:
+    now = [a("h.example.com", p) for p in current]
+    found = [a("h.example.com", p) for p in resolved]
+    result = updated_srv_hosts(now, found, srv_max_hosts, random.Random(0))
+    kept = [h for h in now if h in found]
+    assert result[: len(kept)] == kept  # surviving hosts stay, in order
+    assert set(result) <= set(found) and len(set(result)) == len(result)
+    if srv_max_hosts == 0 or srv_max_hosts >= len(found):
+        assert set(result) == set(found)
+    else:
+        assert len(result) == max(len(kept), srv_max_hosts)
 
 
 def test_rescan_interval() -> None:
@@ -785,7 +823,7 @@ def test_thread_follows_the_records_and_stops_on_close() -> None:
     poller.start()
     try:
         assert resolver.wait_for_calls(len(script) + 1)
-        assert poller.is_alive
+        assert _alive(poller)
         assert any(t.name == "mongocore-srv-poller" for t in threading.enumerate())
     finally:
         poller.close()

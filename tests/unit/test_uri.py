@@ -142,7 +142,7 @@ def test_plus_is_not_a_space() -> None:
         ("replicaSet=", ["replicaSet must be a non-empty string", "''"]),
         ("w=-1", ["w must be a non-negative integer or a tag name", "'-1'"]),
         ("srvServiceName=-mongo", ["srvServiceName", "'-mongo'"]),
-        ("srvServiceName=abcdefghijklmnop", ["srvServiceName"]),
+        ("srvServiceName=" + "a" * 63, ["srvServiceName"]),
         ("srvServiceName=1234", ["srvServiceName"]),
         ("maxIdleTimeMS=", ["maxIdleTimeMS", "''"]),
         ("proxyPort=0", ["proxyPort", "'0'"]),

@@ -15,7 +15,7 @@ Single", "Logical Session Timeout" and "Connection Pool Management".
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -495,6 +495,30 @@ _TABLE: dict[TopologyType, dict[ServerType, _Handler]] = {
         _S.RS_OTHER: _Update.update_rs_with_primary_from_member,
     },
 }
+
+
+def apply_srv_hosts(description: TopologyDescription, hosts: Iterable[Address]) -> Transition:
+    """SRV polling: make the servers of a Sharded or Unknown topology match the SRV records.
+
+    Spec: polling-srv-records-for-mongos-discovery ("Polling" and the host list it
+    gives): new hosts are added as Unknown and monitored; hosts no longer listed are
+    removed. Other topology types are left alone.
+    """
+    if description.type not in (_T.SHARDED, _T.UNKNOWN):
+        return Transition(description, description)
+    wanted = set(hosts)
+    update = _Update(description)
+    for address in sorted(wanted - set(update.servers), key=_address_sort_key):
+        update.servers[address] = ServerDescription(address)
+        update.added.append(address)
+    for address in [a for a in update.servers if a not in wanted]:
+        update.remove(address)
+    if not update.added and not update.removed:
+        return Transition(description, description)
+    new = TopologyDescription(
+        update.type, update.servers, description.settings, set_name=description.set_name
+    )
+    return Transition(description, new, None, tuple(update.added), tuple(update.removed))
 
 
 def remove_all(description: TopologyDescription) -> Transition:

@@ -1,0 +1,7 @@
+"""python -m mongocore"""
+
+import sys
+
+from mongocore.cli import main
+
+sys.exit(main())

@@ -1,0 +1,410 @@
+"""The live topology: one lock and one condition around the current TopologyDescription.
+
+Seeds: server-discovery-and-monitoring.md ("Replacing the TopologyDescription",
+"Process one hello or legacy hello outcome at a time", "Connection Pool
+Management", "Application errors") and server-selection.rst ("Multi-threaded or
+asynchronous server selection").
+
+The pure core decides; this module carries it out. Outcomes are applied one at a
+time under the lock; pools are cleared and marked ready under the lock, as the seed
+requires; monitors are started and stopped, and events published, after the lock is
+released. No I/O happens while the lock is held: closing a pool or joining a
+monitor thread is done outside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, Optional, Protocol
+
+from mongocore.address import Address
+from mongocore.description.errors import ApplicationError, ErrorDecision, ErrorKind, classify
+from mongocore.description.server import ServerDescription
+from mongocore.description.settings import TopologySettings
+from mongocore.description.topology import (
+    TopologyDescription,
+    Transition,
+    apply,
+    apply_srv_hosts,
+    remove_all,
+)
+from mongocore.description.types import TopologyType
+from mongocore.errors import (
+    NetworkError,
+    NetworkTimeout,
+    OperationFailure,
+    PoolClearedError,
+    ServerSelectionTimeoutError,
+)
+from mongocore.events import (
+    EventPublisher,
+    SdamEvent,
+    events_for_closing,
+    events_for_opening,
+    events_for_transition,
+)
+from mongocore.selection.read_preference import ReadPreference
+from mongocore.selection.selectors import select_server
+
+_log = logging.getLogger("mongocore.topology")
+
+
+class MonitorLike(Protocol):
+    def open(self) -> None: ...
+    def request_check(self) -> None: ...
+    def cancel_check(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class PoolLike(Protocol):
+    @property
+    def generation(self) -> int: ...
+    def check_out(self, timeout: Optional[float] = None) -> Any: ...
+    def check_in(self, conn: Any) -> None: ...
+    def generation_for(self, service_id: Optional[object]) -> int: ...
+    def ready(self) -> None: ...
+    def clear(
+        self, service_id: Optional[object] = None, interrupt_in_use_connections: bool = False
+    ) -> None: ...
+    def close(self) -> None: ...
+
+
+MonitorFactory = Callable[[Address, "Topology"], MonitorLike]
+PoolFactory = Callable[[Address], PoolLike]
+
+
+class Server:
+    """A server of the topology as the shell holds it: its pool and its monitor."""
+
+    __slots__ = ("address", "monitor", "pool")
+
+    def __init__(self, address: Address, pool: PoolLike, monitor: Optional[MonitorLike]) -> None:
+        self.address = address
+        self.pool = pool
+        self.monitor = monitor
+
+    def __repr__(self) -> str:
+        return f"<Server {self.address}>"
+
+
+class Topology:
+    """Owns the servers, applies outcomes, and selects servers for operations.
+
+    ``monitor_factory`` and ``pool_factory`` build the shell's parts for one
+    address; tests pass fakes. In LoadBalanced mode no monitor is created: the one
+    server is a LoadBalancer from the start.
+    """
+
+    def __init__(
+        self,
+        settings: TopologySettings,
+        *,
+        pool_factory: PoolFactory,
+        monitor_factory: MonitorFactory,
+        publisher: Optional[EventPublisher] = None,
+        rng: Optional[random.Random] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings
+        self._pool_factory = pool_factory
+        self._monitor_factory = monitor_factory
+        self._publisher = publisher or EventPublisher()
+        self._rng = rng or random.Random()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._condition = threading.Condition(self._lock)
+        self._description = TopologyDescription.initial(settings)
+        self._servers: dict[Address, Server] = {}
+        self._opened = False
+        self._closed = False
+        self.topology_id = object()
+
+    # --- life cycle -------------------------------------------------------------
+
+    def open(self) -> None:
+        """Create pools and start a monitor per seed (no I/O in the calling thread)."""
+        with self._lock:
+            if self._opened:
+                return
+            self._opened = True
+            initial = self._description
+            for address in initial.servers:
+                self._servers[address] = self._new_server(address)
+            servers = list(self._servers.values())
+        self._publish(events_for_opening(self.topology_id, initial))
+        if initial.type is TopologyType.LOAD_BALANCED:
+            (address,) = initial.servers
+            self.on_server_check(ServerDescription.load_balancer(address))
+            return
+        for server in servers:
+            if server.monitor is not None:
+                server.monitor.open()
+
+    def close(self) -> None:
+        """Stop every monitor and pool, join their threads, publish the closing events."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            transition = remove_all(self._description)
+            self._description = transition.description
+            servers = list(self._servers.values())
+            self._servers.clear()
+            self._condition.notify_all()
+        for server in servers:
+            self._stop(server)
+        if self._opened:
+            self._publish(events_for_closing(self.topology_id, transition))
+
+    def _new_server(self, address: Address) -> Server:
+        monitor = None
+        if self._description.type is not TopologyType.LOAD_BALANCED:
+            monitor = self._monitor_factory(address, self)
+        return Server(address, self._pool_factory(address), monitor)
+
+    @staticmethod
+    def _stop(server: Server) -> None:
+        if server.monitor is not None:
+            server.monitor.close()
+        server.pool.close()
+
+    # --- reading ------------------------------------------------------------------
+
+    @property
+    def description(self) -> TopologyDescription:
+        """The current description; immutable, so it is read without the lock."""
+        return self._description
+
+    @property
+    def settings(self) -> TopologySettings:
+        return self._settings
+
+    def get_server(self, address: Address) -> Optional[Server]:
+        return self._servers.get(address)
+
+    # --- applying outcomes --------------------------------------------------------
+
+    def on_server_check(self, description: ServerDescription) -> None:
+        """A monitor's check outcome (MonitorTarget)."""
+        self._apply(description)
+
+    def on_srv_hosts(self, hosts: list[Address]) -> None:
+        """SRV polling found a new host list (Sharded or Unknown topologies only)."""
+        with self._lock:
+            if self._closed:
+                return
+            transition = apply_srv_hosts(self._description, hosts)
+            if transition.description is transition.previous:
+                return
+            started, stopped = self._carry_out_locked(transition)
+        self._after(transition, started, stopped)
+
+    def _apply(self, description: ServerDescription) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            transition = apply(self._description, description)
+            if transition.ignored:
+                return
+            started, stopped = self._carry_out_locked(transition)
+        self._after(transition, started, stopped)
+
+    def _after(self, transition: Transition, started: list[Server], stopped: list[Server]) -> None:
+        """Outside the lock: stop removed servers, start new monitors, publish events."""
+        for server in stopped:
+            self._stop(server)
+        for server in started:
+            if server.monitor is not None:
+                server.monitor.open()
+        if self._publisher.has_sdam_listeners:
+            self._publish(events_for_transition(self.topology_id, transition))
+
+    def _carry_out_locked(self, transition: Transition) -> tuple[list[Server], list[Server]]:
+        """Do, under the lock, what must be synchronized with the new description."""
+        started = []
+        for address in transition.added:
+            server = self._new_server(address)
+            self._servers[address] = server
+            started.append(server)
+        stopped = [self._servers.pop(a) for a in transition.removed if a in self._servers]
+        for address in transition.clear_pools:
+            server = self._servers.get(address)
+            if server is not None:
+                server.pool.clear()
+        for address in transition.ready_pools:
+            self._servers[address].pool.ready()
+        self._description = transition.description
+        for address in transition.request_check:
+            server = self._servers.get(address)
+            if server is not None and server.monitor is not None:
+                server.monitor.request_check()
+        self._condition.notify_all()
+        return started, stopped
+
+    def _publish(self, events: Sequence[SdamEvent]) -> None:
+        if events:
+            self._publisher.publish_sdam(events)
+
+    # --- application errors ---------------------------------------------------------
+
+    def handle_error(
+        self,
+        address: Address,
+        error: BaseException,
+        *,
+        generation: int,
+        completed_handshake: bool,
+        max_wire_version: int = 0,
+        service_id: Optional[Any] = None,
+        in_authentication: bool = False,
+    ) -> ErrorDecision:
+        """Carry out the seed's error handling for an error on an application connection."""
+        if isinstance(error, PoolClearedError):
+            # Retryable, and already accounted for: the clear that caused it.
+            return ErrorDecision()
+        context = application_error(
+            address,
+            error,
+            generation=generation,
+            completed_handshake=completed_handshake,
+            max_wire_version=max_wire_version,
+            service_id=service_id,
+            in_authentication=in_authentication,
+        )
+        if context is None:
+            return ErrorDecision()
+        stopped: list[Server] = []
+        started: list[Server] = []
+        transition: Optional[Transition] = None
+        with self._lock:
+            server = self._servers.get(address)
+            if server is None or self._closed:
+                return ErrorDecision()
+            pool_generation = server.pool.generation_for(service_id)
+            decision = classify(self._description, context, pool_generation)
+            if decision.mark_unknown is not None:
+                transition = apply(self._description, decision.mark_unknown)
+                if not transition.ignored:
+                    started, stopped = self._carry_out_locked(transition)
+            if decision.clear_pool:
+                # Under the lock, with the description update (the seed requires it).
+                server.pool.clear(service_id=decision.service_id)
+            if decision.request_check and server.monitor is not None:
+                server.monitor.request_check()
+        if decision.cancel_check and server.monitor is not None:
+            server.monitor.cancel_check()  # closes the monitoring socket: not under the lock
+        if transition is not None:
+            self._after(transition, started, stopped)
+        return decision
+
+    # --- server selection ---------------------------------------------------------
+
+    def select_server(
+        self,
+        read_preference: Optional[ReadPreference] = None,
+        *,
+        deprioritized: Iterable[Address] = (),
+        timeout: Optional[float] = None,
+    ) -> tuple[Server, ServerDescription]:
+        """The seed's multi-threaded selection loop. ``read_preference`` None is a write.
+
+        Raises ServerSelectionTimeoutError after serverSelectionTimeoutMS (or
+        ``timeout`` seconds) with the read preference, the topology type and every
+        server's type and last error in its message.
+        """
+        if timeout is None:
+            timeout = self._settings.server_selection_timeout_ms / 1000.0
+        deadline = self._clock() + timeout
+        deprioritized = tuple(deprioritized)
+        while True:
+            description = self._description
+            # Raises for an incompatible topology or an invalid read preference.
+            selected = select_server(
+                description, read_preference, self._rng, deprioritized=deprioritized
+            )
+            if selected is not None:
+                server = self._servers.get(selected.address)
+                if server is not None:
+                    return server, selected
+            with self._lock:
+                if self._closed:
+                    raise ServerSelectionTimeoutError("the client is closed")
+                if self._description is description:
+                    for candidate in self._servers.values():
+                        if candidate.monitor is not None:
+                            candidate.monitor.request_check()
+                    remaining = deadline - self._clock()
+                    if remaining <= 0:
+                        raise ServerSelectionTimeoutError(
+                            selection_timeout_message(read_preference, description, timeout)
+                        )
+                    self._condition.wait(remaining)
+            if self._clock() >= deadline and self._description is description:
+                raise ServerSelectionTimeoutError(
+                    selection_timeout_message(read_preference, description, timeout)
+                )
+
+
+def application_error(
+    address: Address,
+    error: BaseException,
+    *,
+    generation: int,
+    completed_handshake: bool,
+    max_wire_version: int = 0,
+    service_id: Optional[Any] = None,
+    in_authentication: bool = False,
+) -> Optional[ApplicationError]:
+    """Describe an exception for the pure error-handling decision; None if SDAM ignores it."""
+    labels = frozenset(getattr(error, "error_labels", ()))
+    if isinstance(error, NetworkTimeout):
+        kind, reply = ErrorKind.TIMEOUT, None
+    elif isinstance(error, NetworkError):
+        kind, reply = ErrorKind.NETWORK, None
+    elif isinstance(error, OperationFailure):
+        kind, reply = ErrorKind.COMMAND, dict(error.details) or {"ok": 0, "errmsg": str(error)}
+        if error.code is not None:
+            reply.setdefault("code", error.code)
+    else:
+        return None
+    return ApplicationError(
+        address=address,
+        kind=kind,
+        generation=generation,
+        completed_handshake=completed_handshake,
+        in_authentication=in_authentication,
+        max_wire_version=max_wire_version,
+        reply=reply,
+        error_labels=labels,
+        service_id=service_id,
+        message=str(error),
+    )
+
+
+def selection_timeout_message(
+    read_preference: Optional[ReadPreference],
+    description: TopologyDescription,
+    timeout: float,
+) -> str:
+    """An actionable message: what was asked, what the topology is, each server's state."""
+    wanted = (
+        "a writable server" if read_preference is None else f"read preference {read_preference}"
+    )
+    lines = [
+        f"No server matched {wanted} within {timeout:g} s; "
+        f"topology type {description.type.value}"
+        + (f", replica set {description.set_name!r}" if description.set_name else "")
+        + ". Servers:"
+    ]
+    if not description.servers:
+        lines.append("  (none: the topology has no servers left to monitor)")
+    for sd in description.servers.values():
+        error = f", last error: {sd.error}" if sd.error else ""
+        lines.append(f"  {sd.address}: {sd.type.value}{error}")
+    if description.compatibility_error:
+        lines.append(description.compatibility_error)
+    return "\n".join(lines)
