@@ -232,16 +232,16 @@ class Topology:
             started.append(server)
         stopped = [self._servers.pop(a) for a in transition.removed if a in self._servers]
         for address in transition.clear_pools:
-            server = self._servers.get(address)
-            if server is not None:
-                server.pool.clear()
+            old_primary = self._servers.get(address)
+            if old_primary is not None:
+                old_primary.pool.clear()
         for address in transition.ready_pools:
             self._servers[address].pool.ready()
         self._description = transition.description
         for address in transition.request_check:
-            server = self._servers.get(address)
-            if server is not None and server.monitor is not None:
-                server.monitor.request_check()
+            to_check = self._servers.get(address)
+            if to_check is not None and to_check.monitor is not None:
+                to_check.monitor.request_check()
         self._condition.notify_all()
         return started, stopped
 
