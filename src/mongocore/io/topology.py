@@ -189,8 +189,12 @@ class Topology:
     # --- applying outcomes --------------------------------------------------------
 
     def on_server_check(self, description: ServerDescription) -> None:
-        """A monitor's check outcome (MonitorTarget)."""
-        self._apply(description)
+        """A monitor's check outcome (MonitorTarget).
+
+        A failed check also clears the server's pool ("Network error during server
+        check"): if the monitor's socket is bad, the pool's likely are too.
+        """
+        self._apply(description, clear_pool=description.error is not None)
 
     def on_srv_hosts(self, hosts: list[Address]) -> None:
         """SRV polling found a new host list (Sharded or Unknown topologies only)."""
@@ -203,7 +207,7 @@ class Topology:
             started, stopped = self._carry_out_locked(transition)
         self._after(transition, started, stopped)
 
-    def _apply(self, description: ServerDescription) -> None:
+    def _apply(self, description: ServerDescription, *, clear_pool: bool = False) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -211,6 +215,9 @@ class Topology:
             if transition.ignored:
                 return
             started, stopped = self._carry_out_locked(transition)
+            server = self._servers.get(description.address)
+            if clear_pool and server is not None:
+                server.pool.clear()
         self._after(transition, started, stopped)
 
     def _after(self, transition: Transition, started: list[Server], stopped: list[Server]) -> None:

@@ -1,0 +1,667 @@
+"""Server monitors: one thread per server checking it with hello, plus an RTT thread.
+
+Spec: server-monitoring.md, sections "Multi-threaded or asynchronous monitoring",
+"serverMonitoringMode", "Streaming Protocol" (streaming hello, socket timeout,
+measuring RTT, SDAM monitoring, heartbeat frequency, cancellation), "Polling Protocol",
+"Error handling" and the "Monitor thread" and "RTT thread" implementation notes.
+
+A :class:`Monitor` owns a dedicated connection (never from the pool, never
+authenticated) and reports each check's outcome, a :class:`ServerDescription`, to its
+:class:`MonitorTarget` (the topology), without holding any lock of its own.
+
+Scheduling: the next check starts ``heartbeat_frequency`` after the previous one ended,
+or sooner when :meth:`Monitor.request_check` asks, but never less than
+``min_heartbeat_frequency`` after it. Requests that arrive while a check is running are
+ignored ("If a hello call is already in progress, the request MUST be ignored").
+
+Protocols: the polling protocol sends ``{hello: 1}`` each time. The streaming protocol,
+used when enabled (``serverMonitoringMode`` "stream", or "auto" off FaaS platforms) and
+the server's hello carries a ``topologyVersion``, sends an awaitable hello with
+exhaustAllowed and then reads every reply the server streams, starting a separate RTT
+thread (``mongocore-rtt-<address>``) with its own connection that measures a plain
+hello every ``heartbeat_frequency``.
+
+Failures: a failed check closes the monitoring connection and resets the RTT average,
+and is reported at once: the server becomes Unknown, with the error as text, and the
+topology clears its pool. A network failure of a server whose previous description was
+known is then checked once more right away, on a new connection, without waiting for
+the next heartbeat. Anything a server sends, however broken, becomes an Unknown
+description; the thread never dies of it.
+
+One deliberate addition to the spec: a server that answers awaitable hellos at once
+without a newer topologyVersion does not make the monitor spin (a new awaitable hello
+is sent at most every ``min_heartbeat_frequency``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Protocol
+
+from bson.int64 import Int64
+
+from mongocore.address import Address
+from mongocore.description.server import (
+    ServerDescription,
+    TopologyVersion,
+    compare_topology_version,
+)
+from mongocore.description.types import ServerType
+from mongocore.errors import MongoCoreError, NetworkError, ProtocolError, command_error_from_reply
+from mongocore.events import (
+    EventPublisher,
+    ServerHeartbeatFailedEvent,
+    ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+)
+from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
+from mongocore.io.connection import detect_faas as _detect_faas
+from mongocore.selection.rtt import RoundTripTimeAverager
+
+if TYPE_CHECKING:
+    from mongocore.options import ClientOptions
+
+__all__ = [
+    "MIN_HEARTBEAT_FREQUENCY",
+    "SERVER_MONITORING_MODES",
+    "Monitor",
+    "MonitorSettings",
+    "MonitorTarget",
+    "streaming_enabled",
+]
+
+_log = logging.getLogger("mongocore.monitor")
+
+#: minHeartbeatFrequencyMS, in seconds.
+MIN_HEARTBEAT_FREQUENCY = 0.5
+SERVER_MONITORING_MODES = ("stream", "poll", "auto")
+
+
+class MonitorTarget(Protocol):
+    """Who receives check outcomes: the topology.
+
+    Called on the monitor's thread, with no monitor lock held; the target applies the
+    description under its own lock. It may call back into the monitor (even
+    ``close()``).
+    """
+
+    def on_server_check(self, description: ServerDescription) -> None: ...
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """How a monitor checks its server. Times are in seconds."""
+
+    heartbeat_frequency: float = 10.0
+    min_heartbeat_frequency: float = MIN_HEARTBEAT_FREQUENCY
+    connection: ConnectionSettings = field(default_factory=ConnectionSettings)
+    server_monitoring_mode: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.server_monitoring_mode not in SERVER_MONITORING_MODES:
+            raise ValueError(
+                f"serverMonitoringMode must be one of {SERVER_MONITORING_MODES},"
+                f" not {self.server_monitoring_mode!r}"
+            )
+        if not self.min_heartbeat_frequency > 0:
+            raise ValueError("min_heartbeat_frequency must be positive")
+        if not self.heartbeat_frequency >= self.min_heartbeat_frequency:
+            raise ValueError(
+                f"heartbeat_frequency ({self.heartbeat_frequency}s) must be at least"
+                f" min_heartbeat_frequency ({self.min_heartbeat_frequency}s)"
+            )
+
+    @classmethod
+    def from_options(cls, options: ClientOptions) -> MonitorSettings:
+        """Settings from a :class:`mongocore.options.ClientOptions`."""
+        return cls(
+            heartbeat_frequency=options.heartbeat_frequency_ms / 1000.0,
+            connection=ConnectionSettings.from_options(options),
+            server_monitoring_mode=options.server_monitoring_mode,
+        )
+
+    @property
+    def streaming_timeout(self) -> Optional[float]:
+        """Read timeout for awaitable hello replies: connectTimeoutMS + heartbeatFrequencyMS,
+        or none when connectTimeoutMS is 0 (no limit)."""
+        connect_timeout = self.connection.connect_timeout
+        return None if connect_timeout is None else connect_timeout + self.heartbeat_frequency
+
+
+def streaming_enabled(mode: str, environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether ``serverMonitoringMode`` allows the streaming protocol here ("auto": not on
+    a FaaS platform, detected as for the handshake's ``client.env``)."""
+    if mode == "stream":
+        return True
+    if mode == "poll":
+        return False
+    return _detect_faas(environ) is None
+
+
+class _CheckCancelled(Exception):
+    """The check was cancelled (cancel_check or close) and must not be reported."""
+
+
+class _Outcome(NamedTuple):
+    description: Optional[ServerDescription]  # None: cancelled, report nothing
+    error: Optional[BaseException]
+
+
+def _describe(exc: BaseException) -> str:
+    """A readable error for a description: what failed, never just a class name."""
+    if isinstance(exc, MongoCoreError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__} during the check: {exc}"
+
+
+def _is_network_error(exc: Optional[BaseException]) -> bool:
+    return isinstance(exc, (NetworkError, ProtocolError))
+
+
+class Monitor:
+    """Monitors one server on a thread of its own (``mongocore-monitor-<address>``).
+
+    ``connect`` makes the monitoring connections; it is called as
+    ``connect(address, settings.connection, monitoring=True, cancellation=...)``.
+    ``clock`` stamps ``last_update_time`` on the descriptions; scheduling and durations
+    use ``time.monotonic``.
+    """
+
+    def __init__(
+        self,
+        address: Address,
+        target: MonitorTarget,
+        settings: MonitorSettings,
+        publisher: Optional[EventPublisher] = None,
+        *,
+        connect: Callable[..., Connection] = connect,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._address = address
+        self._target = target
+        self._settings = settings
+        self._listeners = publisher.heartbeat_listeners if publisher is not None else []
+        self._publisher = publisher if publisher is not None else EventPublisher()
+        self._connect = connect
+        self._clock = clock
+        self._streaming = streaming_enabled(settings.server_monitoring_mode)
+        self._rtt = RoundTripTimeAverager()
+
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        # Guarded by _lock:
+        self._thread: Optional[threading.Thread] = None
+        self._rtt_monitor: Optional[_RttMonitor] = None
+        self._stopped = False
+        self._check_requested = False
+        self._cancel_generation = 0
+        self._connection: Optional[Connection] = None
+        self._cancellation: Optional[Cancellation] = None
+        # Used by the monitor thread only:
+        self._description = ServerDescription(address)
+        self._hello_ok = False
+        self._last_check_end = -float("inf")
+        self._last_awaitable_sent = -float("inf")
+        self._heartbeat_start: Optional[float] = None
+        self._heartbeat_awaited = False
+
+    # --- public interface ---------------------------------------------------------------
+
+    @property
+    def address(self) -> Address:
+        return self._address
+
+    @property
+    def settings(self) -> MonitorSettings:
+        return self._settings
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the streaming protocol is enabled (it is used once the server allows)."""
+        return self._streaming
+
+    @property
+    def round_trip_time(self) -> RoundTripTimeAverager:
+        return self._rtt
+
+    def open(self) -> None:
+        """Start the monitor thread (once; nothing happens after close())."""
+        with self._lock:
+            if self._thread is not None or self._stopped:
+                return
+            self._thread = threading.Thread(
+                target=self._run, name=f"mongocore-monitor-{self._address}", daemon=True
+            )
+            self._thread.start()
+
+    def request_check(self) -> None:
+        """Check as soon as possible, but not sooner than min_heartbeat_frequency after
+        the previous check ended; ignored if a check is in progress."""
+        with self._lock:
+            self._check_requested = True
+            self._cond.notify_all()
+
+    def cancel_check(self) -> None:
+        """The application saw a network error: close the monitoring connection and
+        abandon a check in progress without reporting its outcome. The next check runs
+        on the usual schedule (or when requested)."""
+        with self._lock:
+            self._cancel_generation += 1
+            connection, self._connection = self._connection, None
+            cancellation = self._cancellation
+            self._cond.notify_all()
+        if cancellation is not None:
+            cancellation.cancel()
+        if connection is not None:
+            connection.close("cancelled")
+
+    def close(self) -> None:
+        """Stop monitoring and join the monitor and RTT threads. Prompt even when a check
+        is blocked on the socket: the socket is shut down to unblock it."""
+        with self._lock:
+            self._stopped = True
+            self._cancel_generation += 1
+            connection, self._connection = self._connection, None
+            cancellation = self._cancellation
+            rtt_monitor = self._rtt_monitor
+            thread = self._thread
+            self._cond.notify_all()
+        if cancellation is not None:
+            cancellation.cancel()
+        if connection is not None:
+            connection.close("monitor closed")
+        if rtt_monitor is not None:
+            rtt_monitor.close()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    # --- the monitor thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stopped:
+            try:
+                if not self._iteration():
+                    return
+            except Exception:
+                # A bug, or a target or listener that raised in an unexpected place:
+                # log it, pause as after any check, and keep monitoring.
+                _log.debug("monitor of %s: unexpected error", self._address, exc_info=True)
+                self._last_check_end = time.monotonic()
+                self._wait()
+
+    def _iteration(self) -> bool:
+        """One check, its report (and the one immediate retry), and the pause; False to stop."""
+        previous = self._description
+        outcome = self._check(previous)
+        if (
+            outcome.description is not None
+            and _is_network_error(outcome.error)
+            and previous.type is not ServerType.UNKNOWN
+        ):
+            # A known server failed: report it Unknown at once (the topology clears its
+            # pool), then check once more right away: it may have been a glitch or a
+            # restart, and the retry finds out without waiting a heartbeat.
+            _log.debug("monitor of %s: retrying after %s", self._address, outcome.error)
+            if not self._report(outcome.description):
+                return False
+            outcome = self._check(outcome.description)
+        description = outcome.description
+        if description is None:
+            if self._stopped:
+                return False
+            self._wait()
+            return True
+        if not self._report(description):
+            return False
+
+        supports_streaming = (
+            description.type is not ServerType.UNKNOWN and description.topology_version is not None
+        )
+        connection = self._connection
+        connection_streaming = connection is not None and connection.more_to_come()
+        if self._streaming and supports_streaming:
+            self._start_rtt_monitor()
+        if self._streaming and (supports_streaming or connection_streaming):
+            # "After processing an ok:1 response, the client MUST NOT sleep."
+            return True
+        self._wait()
+        return True
+
+    def _report(self, description: ServerDescription) -> bool:
+        """Hand a check outcome to the target; False if the monitor was stopped."""
+        self._description = description
+        if self._stopped:
+            return False
+        try:
+            self._target.on_server_check(description)
+        except Exception:
+            _log.debug(
+                "monitor of %s: the target raised on a check outcome", self._address, exc_info=True
+            )
+        return not self._is_stopped()  # the target may have closed this monitor
+
+    def _wait(self) -> None:
+        """Sleep until heartbeat_frequency after the last check, or a requested check,
+        but at least min_heartbeat_frequency after it; close() wakes it at once."""
+        settings = self._settings
+        with self._cond:
+            deadline = self._last_check_end + settings.heartbeat_frequency
+            while not self._stopped and not self._check_requested:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            earliest = self._last_check_end + settings.min_heartbeat_frequency
+            while not self._stopped:
+                remaining = earliest - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+
+    # --- one check ------------------------------------------------------------------------
+
+    def _check(self, previous: ServerDescription) -> _Outcome:
+        with self._lock:
+            if self._stopped:
+                return _Outcome(None, None)
+            generation = self._cancel_generation
+            connection = self._connection
+            self._check_requested = False
+        self._heartbeat_start = None
+        error: Optional[BaseException] = None
+        description: Optional[ServerDescription] = None
+        reply: Any = None
+        try:
+            reply = self._hello(connection, previous, generation)
+            description = ServerDescription.from_hello(
+                self._address,
+                reply,
+                self._rtt.average,
+                min_round_trip_time=self._rtt.minimum,
+                last_update_time=self._clock(),
+            )
+            if description.error is not None:
+                # A reply the server should never send: treat it as a failed check.
+                raise ProtocolError(description.error, address=self._address)
+        except Exception as exc:
+            error = exc
+        self._last_check_end = time.monotonic()
+        cancelled = self._is_cancelled(generation)
+        if error is None and not cancelled:
+            assert description is not None
+            self._hello_ok = reply.get("helloOk") is True
+            self._publish_succeeded(reply)
+            return _Outcome(description, None)
+
+        self._drop_connection()
+        self._rtt.reset()
+        if cancelled or error is None:
+            # Cancelled (by cancel_check or close), whatever happened meanwhile: even a
+            # reply that arrived may predate what the application saw, so it is dropped.
+            error = NetworkError(f"the check of {self._address} was cancelled")
+            self._publish_failed(error)
+            return _Outcome(None, error)
+        self._publish_failed(error)
+        _log.debug("monitor of %s: check failed: %s", self._address, error)
+        return _Outcome(
+            ServerDescription.from_error(
+                self._address, _describe(error), last_update_time=self._clock()
+            ),
+            error,
+        )
+
+    def _hello(
+        self, connection: Optional[Connection], previous: ServerDescription, generation: int
+    ) -> Mapping[str, Any]:
+        if connection is None or connection.closed:
+            self._publish_started(awaited=False)
+            start = time.monotonic()
+            connection = self._establish(generation)
+            duration = getattr(connection, "handshake_duration", None)
+            self._rtt.add(duration if duration is not None else time.monotonic() - start)
+            self._hello_ok = connection.hello.get("helloOk") is True
+            return connection.hello
+        settings = self._settings
+        if connection.more_to_come():
+            self._publish_started(awaited=True)
+            streamed = connection.receive(settings.streaming_timeout)
+            if streamed.get("ok") != 1:
+                raise command_error_from_reply(streamed)
+            return streamed
+        command_name = "hello" if self._hello_ok else "isMaster"
+        topology_version = previous.topology_version
+        if self._streaming and topology_version is not None:
+            self._pace_awaitable_hello(generation)
+            self._publish_started(awaited=True)
+            self._last_awaitable_sent = time.monotonic()
+            command = {
+                command_name: 1,
+                "helloOk": True,
+                "topologyVersion": {
+                    "processId": topology_version.process_id,
+                    "counter": Int64(topology_version.counter),
+                },
+                "maxAwaitTimeMS": Int64(round(settings.heartbeat_frequency * 1000)),
+            }
+            reply = connection.command(
+                "admin", command, timeout=settings.streaming_timeout, exhaust_allowed=True
+            )
+            self._note_awaited_reply(previous, reply)
+            return reply
+        self._publish_started(awaited=False)
+        start = time.monotonic()
+        reply = connection.command("admin", {command_name: 1, "helloOk": True})
+        self._rtt.add(time.monotonic() - start)
+        return reply
+
+    def _note_awaited_reply(self, previous: ServerDescription, reply: Mapping[str, Any]) -> None:
+        # Replying at once with the same topologyVersion is not what an awaitable
+        # hello is for; pace the next request so such a server cannot make us spin.
+        # A newer topologyVersion (a real change) lifts the pacing.
+        try:
+            received = TopologyVersion.parse(reply.get("topologyVersion"))
+            newer = compare_topology_version(previous.topology_version, received) < 0
+        except Exception:
+            newer = False
+        if newer:
+            self._last_awaitable_sent = -float("inf")
+
+    def _pace_awaitable_hello(self, generation: int) -> None:
+        earliest = self._last_awaitable_sent + self._settings.min_heartbeat_frequency
+        with self._cond:
+            while not self._stopped and self._cancel_generation == generation:
+                remaining = earliest - time.monotonic()
+                if remaining <= 0:
+                    return
+                self._cond.wait(remaining)
+        raise _CheckCancelled()
+
+    def _establish(self, generation: int) -> Connection:
+        cancellation = Cancellation()
+        with self._lock:
+            if self._stopped or self._cancel_generation != generation:
+                raise _CheckCancelled()
+            self._cancellation = cancellation
+        try:
+            connection = self._connect(
+                self._address,
+                self._settings.connection,
+                monitoring=True,
+                cancellation=cancellation,
+            )
+        finally:
+            with self._lock:
+                self._cancellation = None
+        with self._lock:
+            keep = not self._stopped and self._cancel_generation == generation
+            if keep:
+                self._connection = connection
+        if not keep:
+            connection.close("cancelled")
+            raise _CheckCancelled()
+        return connection
+
+    def _is_stopped(self) -> bool:
+        return self._stopped
+
+    def _is_cancelled(self, generation: int) -> bool:
+        with self._lock:
+            return self._stopped or self._cancel_generation != generation
+
+    def _drop_connection(self) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close("error")
+
+    # --- RTT thread ----------------------------------------------------------------------
+
+    def _start_rtt_monitor(self) -> None:
+        with self._lock:
+            if self._rtt_monitor is not None or self._stopped:
+                return
+            rtt_monitor = _RttMonitor(self._address, self._settings, self._rtt, self._connect)
+            self._rtt_monitor = rtt_monitor
+            # Started under the lock so that close() either sees it or stops it first.
+            rtt_monitor.start()
+
+    # --- heartbeat events -------------------------------------------------------------------
+
+    def _publish_started(self, awaited: bool) -> None:
+        self._heartbeat_start = time.monotonic()
+        self._heartbeat_awaited = awaited
+        if self._listeners:
+            self._publisher.publish(
+                self._listeners, "started", ServerHeartbeatStartedEvent(self._address, awaited)
+            )
+
+    def _publish_succeeded(self, reply: Mapping[str, Any]) -> None:
+        start = self._heartbeat_start
+        if start is None or not self._listeners:
+            return
+        event = ServerHeartbeatSucceededEvent(
+            self._address, time.monotonic() - start, reply, self._heartbeat_awaited
+        )
+        self._publisher.publish(self._listeners, "succeeded", event)
+
+    def _publish_failed(self, error: BaseException) -> None:
+        start = self._heartbeat_start
+        # Only a started heartbeat fails: every started event gets exactly one outcome.
+        if start is None or not self._listeners:
+            return
+        event = ServerHeartbeatFailedEvent(
+            self._address, time.monotonic() - start, error, self._heartbeat_awaited
+        )
+        self._publisher.publish(self._listeners, "failed", event)
+
+
+class _RttMonitor:
+    """The RTT thread of the streaming protocol ("Measuring RTT").
+
+    Every heartbeat_frequency it runs a plain hello on its own connection and adds the
+    duration to the shared averager. Its errors only close its connection: they never
+    reach the topology, publish no events, and do not reset the average (the monitor
+    does that).
+    """
+
+    def __init__(
+        self,
+        address: Address,
+        settings: MonitorSettings,
+        averager: RoundTripTimeAverager,
+        connect: Callable[..., Connection],
+    ) -> None:
+        self._address = address
+        self._settings = settings
+        self._averager = averager
+        self._connect = connect
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._stopped = False
+        self._connection: Optional[Connection] = None
+        self._cancellation: Optional[Cancellation] = None
+        self._hello_ok = False
+        self._thread = threading.Thread(
+            target=self._run, name=f"mongocore-rtt-{address}", daemon=True
+        )
+
+    def _is_stopped(self) -> bool:
+        return self._stopped
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stopped = True
+            connection, self._connection = self._connection, None
+            cancellation = self._cancellation
+            self._cond.notify_all()
+        if cancellation is not None:
+            cancellation.cancel()
+        if connection is not None:
+            connection.close("monitor closed")
+        if self._thread.ident is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _run(self) -> None:
+        frequency = self._settings.heartbeat_frequency
+        while True:
+            try:
+                self._averager.add(self._ping())
+            except Exception as exc:
+                _log.debug("RTT measurement of %s failed: %s", self._address, exc)
+                with self._lock:
+                    connection, self._connection = self._connection, None
+                if connection is not None:
+                    connection.close("error")
+            with self._cond:
+                deadline = time.monotonic() + frequency
+                while not self._stopped:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                if self._stopped:
+                    return
+
+    def _ping(self) -> float:
+        connection = self._connection
+        if connection is None or connection.closed:
+            cancellation = Cancellation()
+            with self._lock:
+                if self._stopped:
+                    raise _CheckCancelled()
+                self._cancellation = cancellation
+            start = time.monotonic()
+            try:
+                connection = self._connect(
+                    self._address,
+                    self._settings.connection,
+                    monitoring=True,
+                    cancellation=cancellation,
+                )
+            finally:
+                with self._lock:
+                    self._cancellation = None
+            with self._lock:
+                keep = not self._is_stopped()
+                if keep:
+                    self._connection = connection
+            if not keep:
+                connection.close("monitor closed")
+                raise _CheckCancelled()
+            self._hello_ok = connection.hello.get("helloOk") is True
+            duration = getattr(connection, "handshake_duration", None)
+            return duration if duration is not None else time.monotonic() - start
+        command_name = "hello" if self._hello_ok else "isMaster"
+        start = time.monotonic()
+        # "Clients MUST ignore the response to the hello command when measuring RTT."
+        reply = connection.command("admin", {command_name: 1, "helloOk": True}, check=False)
+        duration = time.monotonic() - start
+        self._hello_ok = reply.get("helloOk") is True
+        return duration

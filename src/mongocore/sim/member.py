@@ -1,0 +1,823 @@
+"""A simulated server process (mongod member or mongos) and a mongod member's state.
+
+``Process`` is what every simulated server shares: a listener, a processId and
+topologyVersion counter, fail points, cursors, and the message loop: OP_QUERY hello
+(the legacy handshake) and OP_MSG, including fire-and-forget requests (moreToCome)
+and exhaust streams (exhaustAllowed: awaitable hello, getMore). ``Member`` adds what
+a mongod in a replica set (or a standalone) knows: its role, its configuration
+(priority, votes, hidden, arbiter, tags, lag), its lagging copy of the data, and the
+rules deciding which commands it accepts in that role.
+
+Locking: every process of a deployment shares the deployment's condition variable.
+Commands run while holding it (mongomock is not thread-safe), and waits (awaitable
+hello, blockConnection) release it; every state change notifies it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Optional, Protocol
+
+from bson import Int64, ObjectId
+
+from mongocore.sim.codes import (
+    RETRYABLE_WRITE_CODES,
+    STATE_CHANGE_CODES,
+    CloseConnection,
+    CommandError,
+    error_reply,
+)
+from mongocore.sim.commands import (
+    COMMANDS,
+    MAX_BSON_OBJECT_SIZE,
+    MAX_MESSAGE_SIZE_BYTES,
+    MAX_WIRE_VERSION,
+    MAX_WRITE_BATCH_SIZE,
+    MIN_WIRE_VERSION,
+    CommandContext,
+    CursorTable,
+    aggregate_writes,
+)
+from mongocore.sim.failpoints import FailPoints, Mode
+from mongocore.sim.server import Connection, WireServer
+from mongocore.sim.store import DataStore, OpTime, ReplicaView
+from mongocore.wire import (
+    MORE_TO_COME,
+    REPLY_AWAIT_CAPABLE,
+    REPLY_QUERY_FAILURE,
+    Message,
+    MsgHeader,
+    OpMsg,
+    OpQuery,
+    encode_op_msg,
+    encode_op_reply,
+    next_request_id,
+)
+
+__all__ = [
+    "ARBITER",
+    "DOWN",
+    "HELLO_NAMES",
+    "PRIMARY",
+    "REMOVED",
+    "SECONDARY",
+    "STARTUP",
+    "Member",
+    "MemberConfig",
+    "Outcome",
+    "Owner",
+    "Process",
+]
+
+HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
+
+# Member roles, named as replSetGetStatus names the states.
+PRIMARY = "PRIMARY"
+SECONDARY = "SECONDARY"
+ARBITER = "ARBITER"
+STARTUP = "STARTUP"  # not initiated: no replica set config yet
+REMOVED = "REMOVED"  # removed from the config by a reconfig
+DOWN = "DOWN"  # killed
+
+LOGICAL_SESSION_TIMEOUT_MINUTES = 30
+
+# Commands a stepping-down primary kills while they are in flight.
+_INTERRUPTED_ON_STEP_DOWN = frozenset(
+    {
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "create",
+        "drop",
+        "dropDatabase",
+        "createIndexes",
+        "dropIndexes",
+    }
+)
+
+
+class Owner(Protocol):
+    """What a process needs from its deployment."""
+
+    cond: threading.Condition
+    stopping: bool
+
+    def clock(self) -> float: ...
+
+    def decorate(self, reply: dict[str, Any], optime: Optional[OpTime] = None) -> None: ...
+
+
+class Outcome(NamedTuple):
+    """A command's result: the reply, and whether an exhaust stream continues with next_cmd."""
+
+    reply: dict[str, Any]
+    stream: bool = False
+    next_cmd: Optional[dict[str, Any]] = None
+    close_after: bool = False
+
+
+def _read_preference_allows_secondary(read_preference: Any) -> bool:
+    # With OP_MSG, secondaryOk is expressed by any $readPreference mode but primary.
+    if not isinstance(read_preference, Mapping):
+        return False
+    mode = read_preference.get("mode", "primary")
+    return isinstance(mode, str) and mode != "primary"
+
+
+class Process:
+    """One simulated server process listening on its own 127.0.0.1 port."""
+
+    kind = "mongod"
+
+    def __init__(self, owner: Owner, label: str, port: int = 0, host: str = "127.0.0.1") -> None:
+        self._owner = owner
+        self.cond = owner.cond
+        self.label = label
+        self.server = WireServer(label, self._handle, host=host, port=port, on_close=self._notify)
+        self.process_id = ObjectId()
+        self.counter = 0
+        self.failpoints = FailPoints()
+        self.cursors = CursorTable()
+        self.alive = False
+        self.partition_mode: Optional[str] = None
+        self.started_at = time.monotonic()
+        # Incremented when the process stops being primary: blocked writes notice it.
+        self.state_epoch = 0
+        self.blocked_operations = 0
+
+    # -- identity --------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def host(self) -> str:
+        """``127.0.0.1:<port>``, as the member names itself in hello."""
+        return f"{self.server.host}:{self.server.port}"
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.server.host, self.server.port)
+
+    @property
+    def topology_version(self) -> dict[str, Any]:
+        return {"processId": self.process_id, "counter": Int64(self.counter)}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.label} {self.host}>"
+
+    # -- lifecycle (the owner holds the lock) ------------------------------------------
+
+    def _start_listening(self) -> None:
+        self.server.open_listener()
+        self.alive = True
+        self.started_at = time.monotonic()
+
+    def _go_down(self) -> None:
+        """The process dies: refuse connections, drop open ones, forget memory state."""
+        self.alive = False
+        self.partition_mode = None
+        self.server.close_listener()
+        self.server.close_connections()
+        self.cursors.clear()
+        self.failpoints.clear()
+        self.state_epoch += 1
+        self.cond.notify_all()
+
+    def _come_up(self) -> None:
+        """A restarted process: a new processId, counter 0, no fail points."""
+        self.process_id = ObjectId()
+        self.counter = 0
+        self.server.reset_connection_ids()
+        self._start_listening()
+        self.cond.notify_all()
+
+    def _partition(self, mode: str) -> None:
+        if mode not in ("refuse", "drop"):
+            raise ValueError(f"partition mode must be 'refuse' or 'drop', not {mode!r}")
+        self.partition_mode = mode
+        if mode == "refuse":
+            self.server.close_listener()
+            self.server.close_connections()
+        self.cond.notify_all()
+
+    def _heal(self) -> None:
+        mode, self.partition_mode = self.partition_mode, None
+        if mode == "refuse" and self.alive:
+            self.server.open_listener()
+        self.cond.notify_all()
+
+    def _stop(self) -> None:
+        self.alive = False
+        self.server.stop()
+
+    def bump_topology_version(self) -> None:
+        """The process's hello changed: increment the counter and wake awaitable hellos."""
+        self.counter += 1
+        self.cond.notify_all()
+
+    def _notify(self) -> None:
+        with self.cond:
+            self.cond.notify_all()
+
+    @property
+    def reachable(self) -> bool:
+        return self.alive and self.partition_mode is None
+
+    # -- fail points from Python -------------------------------------------------------
+
+    def configure_fail_point(
+        self, name: str, mode: Mode, data: Optional[Mapping[str, Any]] = None
+    ) -> int:
+        """``configureFailPoint`` from Python; returns the previous times-entered count."""
+        with self.cond:
+            return self.failpoints.configure(name, mode, data)
+
+    def fail_command(
+        self,
+        *commands: str,
+        mode: Mode = "alwaysOn",
+        error_code: Optional[int] = None,
+        errmsg: Optional[str] = None,
+        error_labels: Optional[Sequence[str]] = None,
+        close_connection: bool = False,
+        write_concern_error: Optional[Mapping[str, Any]] = None,
+        block_time_ms: Optional[int] = None,
+        app_name: Optional[str] = None,
+        fail_internal_commands: bool = False,
+    ) -> None:
+        """Configure ``failCommand`` for the named commands, as a test suite would over the wire.
+
+        ``fail_command("insert", error_code=91, mode={"times": 1})`` fails the next
+        insert with ShutdownInProgress; ``block_time_ms`` blocks before the command.
+        """
+        data: dict[str, Any] = {"failCommands": list(commands)}
+        if error_code is not None:
+            data["errorCode"] = error_code
+        if errmsg is not None:
+            data["errmsg"] = errmsg
+        if error_labels is not None:
+            data["errorLabels"] = list(error_labels)
+        if close_connection:
+            data["closeConnection"] = True
+        if write_concern_error is not None:
+            data["writeConcernError"] = dict(write_concern_error)
+        if block_time_ms is not None:
+            data["blockConnection"] = True
+            data["blockTimeMS"] = block_time_ms
+        if app_name is not None:
+            data["appName"] = app_name
+        if fail_internal_commands:
+            data["failInternalCommands"] = True
+        self.configure_fail_point("failCommand", mode, data)
+
+    def clear_fail_points(self) -> None:
+        with self.cond:
+            self.failpoints.clear()
+
+    # -- the message loop --------------------------------------------------------------
+
+    def _handle(self, conn: Connection, header: MsgHeader, message: Message) -> Iterator[bytes]:
+        if self.partition_mode == "drop":
+            return  # a dropped request is never answered
+        if isinstance(message, OpMsg):
+            yield from self._handle_op_msg(conn, header, message)
+        elif isinstance(message, OpQuery):
+            yield from self._handle_op_query(conn, header, message)
+        else:
+            raise CloseConnection  # a client never sends OP_REPLY
+
+    def _handle_op_query(
+        self, conn: Connection, header: MsgHeader, query: OpQuery
+    ) -> Iterator[bytes]:
+        if not query.is_command:
+            failure = {
+                "$err": "OP_QUERY is no longer supported."
+                " The client driver may require an upgrade.",
+                "code": 5739101,
+                "ok": 0.0,
+            }
+            yield encode_op_reply(
+                [failure], next_request_id(), header.request_id, response_flags=REPLY_QUERY_FAILURE
+            )
+            return
+        cmd: dict[str, Any] = dict(query.query)
+        if "$query" in cmd and isinstance(cmd["$query"], Mapping):
+            cmd = dict(cmd["$query"])
+        name = next(iter(cmd), "")
+        if name not in HELLO_NAMES:
+            # MongoDB 5.1+ answers only the handshake over OP_QUERY.
+            outcome: Optional[Outcome] = Outcome(
+                error_reply(
+                    352,
+                    f"Unsupported OP_QUERY command: {name}. The client driver may require an"
+                    " upgrade. For more details see"
+                    " https://dochub.mongodb.org/core/legacy-opcode-removal",
+                )
+            )
+        else:
+            outcome = self._execute(conn, name, query.database, cmd, secondary_ok=True)
+        if outcome is None:
+            return
+        yield encode_op_reply(
+            [outcome.reply],
+            next_request_id(),
+            header.request_id,
+            response_flags=REPLY_AWAIT_CAPABLE,
+        )
+        if outcome.close_after:
+            raise CloseConnection
+
+    def _handle_op_msg(
+        self, conn: Connection, header: MsgHeader, message: OpMsg
+    ) -> Iterator[bytes]:
+        cmd: dict[str, Any] = message.to_document()
+        name = next(iter(cmd), "")
+        db = cmd.get("$db")
+        outcome: Optional[Outcome]
+        if not name:
+            outcome = Outcome(error_reply(9, "empty command document"))
+        elif not isinstance(db, str) or not db:
+            outcome = Outcome(error_reply(40571, "OP_MSG requests require a $db argument"))
+        else:
+            outcome = None
+        secondary_ok = _read_preference_allows_secondary(cmd.get("$readPreference"))
+        response_to = header.request_id
+        while True:
+            if outcome is None:
+                assert isinstance(db, str)
+                outcome = self._execute(conn, name, db, cmd, secondary_ok=secondary_ok)
+                if outcome is None:
+                    return
+            if message.more_to_come:
+                # Fire-and-forget: no reply. A "not primary" failure closes the
+                # connection, the only way the client can learn of it.
+                if outcome.reply.get("code") in STATE_CHANGE_CODES:
+                    raise CloseConnection
+                return
+            request_id = next_request_id()
+            stream = message.exhaust_allowed and outcome.stream and outcome.next_cmd is not None
+            yield encode_op_msg(
+                outcome.reply,
+                request_id,
+                response_to=response_to,
+                flag_bits=MORE_TO_COME if stream else 0,
+            )
+            if outcome.close_after:
+                raise CloseConnection
+            if not stream or outcome.next_cmd is None:
+                return
+            # The next reply of the stream answers this one.
+            response_to = request_id
+            cmd = outcome.next_cmd
+            outcome = None
+
+    def _execute(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+    ) -> Optional[Outcome]:
+        """Run one command through the fail points; None means "never answer"."""
+        handshake = name in HELLO_NAMES and not conn.handshake_done
+        with self.cond:
+            if not self.alive:
+                raise CloseConnection
+            if handshake:
+                _record_handshake(conn, cmd)
+            action = self.failpoints.fail_command(
+                name, conn.app_name, has_txn_number="txnNumber" in cmd
+            )
+            if action is not None:
+                if action.block_ms:
+                    interrupted = self._block(conn, name, action.block_ms)
+                    if self.partition_mode == "drop":
+                        return None
+                    if interrupted:
+                        return Outcome(
+                            self._error(
+                                CommandError(
+                                    11602,
+                                    "operation was interrupted because the node stepped down"
+                                    " (InterruptedDueToReplStateChange)",
+                                ),
+                                cmd,
+                            )
+                        )
+                if action.close_connection:
+                    raise CloseConnection
+                if action.error is not None:
+                    return Outcome(self._error(action.error, cmd, compute_labels=False))
+        try:
+            outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
+        except CommandError as exc:
+            with self.cond:
+                # LoadBalancerSupportMismatch closes the connection after the reply.
+                return Outcome(self._error(exc, cmd), close_after=exc.code == 354)
+        finally:
+            if handshake:
+                conn.handshake_done = True
+        if outcome is None:
+            return None
+        if action is not None and action.write_concern_error and outcome.reply.get("ok"):
+            reply = dict(outcome.reply)
+            reply["writeConcernError"] = dict(action.write_concern_error)
+            labels = _write_concern_labels(action.write_concern_error, cmd)
+            if labels:
+                reply["errorLabels"] = labels
+            outcome = outcome._replace(reply=reply)
+        return outcome
+
+    def _block(self, conn: Connection, name: str, block_ms: int) -> bool:
+        """Block for ``blockTimeMS``; True if a step-down interrupted the operation."""
+        epoch = self.state_epoch
+        interruptible = name in _INTERRUPTED_ON_STEP_DOWN
+        deadline = time.monotonic() + block_ms / 1000.0
+        self.blocked_operations += 1
+        self.cond.notify_all()
+        try:
+            while True:
+                if not self.alive or conn.closed or self._owner.stopping:
+                    raise CloseConnection
+                if interruptible and self.state_epoch != epoch:
+                    return True
+                if self.partition_mode == "drop":
+                    return False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.cond.wait(remaining)
+        finally:
+            self.blocked_operations -= 1
+            self.cond.notify_all()
+
+    def _error(
+        self,
+        exc: CommandError,
+        cmd: Mapping[str, Any],
+        *,
+        compute_labels: bool = True,
+    ) -> dict[str, Any]:
+        """An error reply with the labels and fields a 7.0 server adds."""
+        reply = exc.to_reply()
+        if compute_labels and "txnNumber" in cmd and exc.code in RETRYABLE_WRITE_CODES:
+            labels = list(reply.get("errorLabels", []))
+            if "RetryableWriteError" not in labels:
+                labels.append("RetryableWriteError")
+            reply["errorLabels"] = labels
+        if exc.code in STATE_CHANGE_CODES:
+            reply["topologyVersion"] = self.topology_version
+        self._owner.decorate(reply)
+        return reply
+
+    def _run(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+    ) -> Optional[Outcome]:
+        raise NotImplementedError
+
+    # -- hello -------------------------------------------------------------------------
+
+    def _await_topology_change(self, conn: Connection, cmd: Mapping[str, Any]) -> Optional[bool]:
+        """Awaitable hello: wait until the topologyVersion differs or maxAwaitTimeMS passes.
+
+        Returns True if awaitable, False if not, None if the request must go unanswered.
+        The owner's lock is held.
+        """
+        version = cmd.get("topologyVersion")
+        max_await = cmd.get("maxAwaitTimeMS")
+        if not isinstance(version, Mapping) or max_await is None:
+            return False
+        if not isinstance(max_await, (int, float)) or isinstance(max_await, bool) or max_await < 0:
+            raise CommandError(2, "maxAwaitTimeMS must be a non-negative integer")
+        deadline = time.monotonic() + max_await / 1000.0
+        while True:
+            if not self.alive or conn.closed or self._owner.stopping:
+                raise CloseConnection
+            if self.partition_mode == "drop":
+                return None
+            if (
+                version.get("processId") != self.process_id
+                or version.get("counter") != self.counter
+            ):
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return True
+            self.cond.wait(remaining)
+
+    def _common_hello_fields(self, conn: Connection, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE,
+            "maxMessageSizeBytes": MAX_MESSAGE_SIZE_BYTES,
+            "maxWriteBatchSize": MAX_WRITE_BATCH_SIZE,
+            "localTime": datetime.datetime.now(datetime.timezone.utc),
+            "logicalSessionTimeoutMinutes": LOGICAL_SESSION_TIMEOUT_MINUTES,
+            "connectionId": conn.id,
+            "minWireVersion": MIN_WIRE_VERSION,
+            "maxWireVersion": MAX_WIRE_VERSION,
+            "readOnly": False,
+        }
+        if cmd.get("helloOk"):
+            doc["helloOk"] = True
+        return doc
+
+    def _configure_fail_point_command(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        if db != "admin":
+            raise CommandError(13, "configureFailPoint may only be run against the admin database.")
+        name = cmd.get("configureFailPoint")
+        if not isinstance(name, str):
+            raise CommandError(14, "configureFailPoint takes the fail point's name")
+        if "mode" not in cmd:
+            raise CommandError(9, "configureFailPoint requires 'mode'")
+        count = self.failpoints.configure(name, cmd["mode"], cmd.get("data"))
+        return {"count": count, "ok": 1.0}
+
+
+def _record_handshake(conn: Connection, cmd: Mapping[str, Any]) -> None:
+    client = cmd.get("client")
+    if isinstance(client, Mapping):
+        conn.client_metadata = dict(client)
+        application = client.get("application")
+        if isinstance(application, Mapping) and isinstance(application.get("name"), str):
+            conn.app_name = application["name"]
+    conn.load_balanced = bool(cmd.get("loadBalanced", False))
+
+
+def _write_concern_labels(wce: Mapping[str, Any], cmd: Mapping[str, Any]) -> list[str]:
+    labels = list(wce.get("errorLabels", []))
+    code = wce.get("code")
+    retryable = "txnNumber" in cmd and isinstance(code, int) and code in RETRYABLE_WRITE_CODES
+    if retryable and "RetryableWriteError" not in labels:
+        labels.append("RetryableWriteError")
+    return labels
+
+
+@dataclass
+class MemberConfig:
+    """One member's replica-set configuration (``members[n]`` of the replica set config)."""
+
+    priority: float = 1.0
+    votes: int = 1
+    hidden: bool = False
+    arbiter: bool = False
+    tags: dict[str, str] = field(default_factory=dict)
+    lag: float = 0.0
+    port: int = 0
+
+    def __post_init__(self) -> None:
+        if self.hidden and self.priority != 0:
+            raise ValueError("a hidden member must have priority 0")
+        if self.arbiter and self.priority != 0:
+            self.priority = 0.0
+
+
+class MemberOwner(Owner, Protocol):
+    store: DataStore
+
+    @property
+    def is_replica_set(self) -> bool: ...
+
+    def data_bearing_count(self) -> int: ...
+
+    def replica_set_hello(self, member: Member) -> dict[str, Any]: ...
+
+    def replica_set_command(
+        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
+    ) -> Optional[dict[str, Any]]: ...
+
+    def last_write(self, member: Member) -> Optional[dict[str, Any]]: ...
+
+
+class Member(Process):
+    """A mongod: a replica-set member, or the one process of a standalone."""
+
+    def __init__(self, owner: MemberOwner, index: int, config: MemberConfig, label: str) -> None:
+        super().__init__(owner, label, config.port)
+        self._member_owner = owner
+        self.index = index
+        self.member_id = index
+        self.config = config
+        self.role = STARTUP
+        self.view: Optional[ReplicaView] = None
+        self.frozen_until = 0.0  # monotonic time before which it may not stand for election
+
+    # -- configuration -----------------------------------------------------------------
+
+    @property
+    def priority(self) -> float:
+        return self.config.priority
+
+    @property
+    def hidden(self) -> bool:
+        return self.config.hidden
+
+    @property
+    def arbiter(self) -> bool:
+        return self.config.arbiter
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return dict(self.config.tags)
+
+    @property
+    def lag(self) -> float:
+        return self.config.lag
+
+    @lag.setter
+    def lag(self, seconds: float) -> None:
+        with self.cond:
+            self.config.lag = float(seconds)
+            if self.view is not None:
+                self.view.lag = float(seconds)
+
+    @property
+    def state(self) -> str:
+        return self.role
+
+    @property
+    def is_primary(self) -> bool:
+        return self.role == PRIMARY
+
+    @property
+    def is_secondary(self) -> bool:
+        return self.role == SECONDARY
+
+    # -- data --------------------------------------------------------------------------
+
+    def reader(self) -> Any:
+        """The mongomock client this member's reads see: its own lagging copy unless primary."""
+        store = self._member_owner.store
+        if self.role == PRIMARY or self.view is None:
+            return store.client
+        self.view.catch_up(self._owner.clock())
+        return self.view.client
+
+    def applied_optime(self) -> OpTime:
+        store = self._member_owner.store
+        if self.role == PRIMARY or self.view is None:
+            return store.last_optime
+        self.view.catch_up(self._owner.clock())
+        return self.view.applied_optime
+
+    # -- commands ----------------------------------------------------------------------
+
+    def run_internal(
+        self, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool, conn: Connection
+    ) -> dict[str, Any]:
+        """Run a command sent by a mongos (an internal client): only failInternalCommands apply."""
+        with self.cond:
+            if not self.reachable:
+                raise CommandError(6, f"Connection refused: {self.host} is unreachable")
+            action = self.failpoints.fail_command(
+                name, None, internal=True, has_txn_number="txnNumber" in cmd
+            )
+            if action is not None and action.error is not None:
+                return self._error(action.error, cmd, compute_labels=False)
+        try:
+            outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
+        except CommandError as exc:
+            with self.cond:
+                return self._error(exc, cmd)
+        if outcome is None:
+            raise CommandError(89, f"no reply from {self.host}")
+        return outcome.reply
+
+    def _run(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+    ) -> Optional[Outcome]:
+        owner = self._member_owner
+        with self.cond:
+            if name in HELLO_NAMES:
+                return self._hello(conn, cmd, legacy=name != "hello")
+            if name == "configureFailPoint":
+                reply = self._configure_fail_point_command(db, cmd)
+                owner.decorate(reply)
+                return Outcome(reply)
+            special = owner.replica_set_command(self, name, db, cmd)
+            if special is not None:
+                owner.decorate(special)
+                return Outcome(special)
+            spec = COMMANDS.get(name)
+            if spec is None:
+                raise CommandError(59, f"no such command: '{name}'")
+            if spec.admin_only and db != "admin":
+                raise CommandError(13, f"{name} may only be run against the admin database.")
+            kind = spec.kind
+            if name == "aggregate" and aggregate_writes(cmd):
+                kind = "write"
+            self._check_role(kind, secondary_ok)
+            lsid = cmd.get("lsid")
+            txn_number = cmd.get("txnNumber")
+            if txn_number is not None:
+                if not owner.is_replica_set:
+                    raise CommandError(
+                        20, "Transaction numbers are only allowed on a replica set member or mongos"
+                    )
+                if "startTransaction" in cmd or "autocommit" in cmd:
+                    raise CommandError(
+                        20, "multi-document transactions are not supported by the simulator"
+                    )
+                if not spec.retryable_write:
+                    raise CommandError(
+                        50768,
+                        "txnNumber may only be provided for multi-document transactions and"
+                        " retryable write commands",
+                    )
+                if not isinstance(lsid, Mapping):
+                    raise CommandError(
+                        72, "Transaction number requires a session ID to also be specified"
+                    )
+                recorded = owner.store.sessions.begin(lsid, int(txn_number))
+                if recorded is not None:
+                    # A retry of a write that already ran: the same reply, nothing applied.
+                    owner.decorate(recorded)
+                    return Outcome(recorded)
+            if kind == "read" and self.role != PRIMARY:
+                self._wait_for_read_concern(conn, cmd)
+            ctx = CommandContext(
+                name=name,
+                db=db,
+                cmd=cmd,
+                store=owner.store,
+                reader=self.reader() if kind != "write" else owner.store.client,
+                cursors=self.cursors,
+                data_members=owner.data_bearing_count(),
+            )
+            reply = COMMANDS[name].handler(ctx)
+            if txn_number is not None and isinstance(lsid, Mapping):
+                owner.store.sessions.complete(lsid, int(txn_number), reply)
+            optime = owner.store.last_optime if kind == "write" else self.applied_optime()
+            owner.decorate(reply, optime)
+            stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
+            return Outcome(reply, stream=stream, next_cmd=dict(cmd) if stream else None)
+
+    def _check_role(self, kind: str, secondary_ok: bool) -> None:
+        if kind == "any":
+            return
+        if self.role in (ARBITER, STARTUP, REMOVED, DOWN):
+            raise CommandError(13436, "node is not in primary or recovering state")
+        if kind == "write" and self.role != PRIMARY:
+            raise CommandError(10107, "not primary")
+        if kind == "read" and self.role != PRIMARY and not secondary_ok:
+            raise CommandError(13435, "not primary and secondaryOk=false")
+
+    def _wait_for_read_concern(self, conn: Connection, cmd: Mapping[str, Any]) -> None:
+        """readConcern afterClusterTime on a lagging secondary waits until it has caught up."""
+        read_concern = cmd.get("readConcern")
+        if not isinstance(read_concern, Mapping) or self.view is None:
+            return
+        after = read_concern.get("afterClusterTime")
+        if after is None:
+            return
+        max_time_ms = cmd.get("maxTimeMS")
+        limit = time.monotonic() + (float(max_time_ms) / 1000.0 if max_time_ms else 60.0)
+        while True:
+            self.view.catch_up(self._owner.clock())
+            if self.view.applied_optime.ts >= after:
+                return
+            due = self.view.next_apply_time(after)
+            if due is None:
+                return  # not written yet: nothing to wait for
+            wait = min(due - self._owner.clock(), limit - time.monotonic())
+            if wait <= 0 and time.monotonic() >= limit:
+                raise CommandError(50, "operation exceeded time limit")
+            if not self.alive or conn.closed or self._owner.stopping:
+                raise CloseConnection
+            self.cond.wait(max(wait, 0.001))
+
+    def _hello(
+        self, conn: Connection, cmd: Mapping[str, Any], *, legacy: bool
+    ) -> Optional[Outcome]:
+        awaitable = self._await_topology_change(conn, cmd)
+        if awaitable is None:
+            return None
+        reply = self.hello_document(conn, cmd, legacy=legacy)
+        self._member_owner.decorate(reply)
+        next_cmd = dict(cmd)
+        next_cmd["topologyVersion"] = reply["topologyVersion"]
+        return Outcome(reply, stream=awaitable, next_cmd=next_cmd)
+
+    def hello_document(
+        self, conn: Optional[Connection], cmd: Mapping[str, Any], *, legacy: bool = False
+    ) -> dict[str, Any]:
+        """This member's hello (or legacy isMaster) reply, without $clusterTime."""
+        owner = self._member_owner
+        writable_key = "ismaster" if legacy else "isWritablePrimary"
+        doc: dict[str, Any] = {"topologyVersion": self.topology_version}
+        if not owner.is_replica_set:
+            doc[writable_key] = True
+        elif self.role in (STARTUP, REMOVED):
+            doc[writable_key] = False
+            doc["secondary"] = False
+            doc["info"] = "Does not have a valid replica set config"
+            doc["isreplicaset"] = True
+        else:
+            doc[writable_key] = self.role == PRIMARY
+            doc.update(owner.replica_set_hello(self))
+        if conn is not None:
+            doc.update(self._common_hello_fields(conn, cmd))
+        doc["ok"] = 1.0
+        return doc

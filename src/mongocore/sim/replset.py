@@ -1,0 +1,656 @@
+"""A simulated replica set: members, elections, failover controls and the replSet* commands.
+
+Elections are not MongoDB's protocol (no heartbeats, no votes exchanged): the set
+decides centrally. A primary exists while a majority of the voting members is
+reachable; when it steps down, dies, or is cut off, a new one is chosen after
+``election_delay`` seconds among the electable members (reachable secondaries with
+priority > 0, not hidden, not frozen): the highest priority, then the most recent
+applied optime, then the lowest member index. Each election increments the term,
+which gives the new primary's electionId (``7fffffff`` followed by the term, as
+real servers build it). Every change bumps the topologyVersion counter of every
+member, which answers the awaitable hellos waiting on it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional, Union
+
+from bson import Binary, Int64, ObjectId
+
+from mongocore.sim.codes import CommandError
+from mongocore.sim.member import (
+    ARBITER,
+    DOWN,
+    PRIMARY,
+    REMOVED,
+    SECONDARY,
+    STARTUP,
+    Member,
+    MemberConfig,
+)
+from mongocore.sim.store import ZERO_OPTIME, DataStore, OpTime
+
+__all__ = ["ReplicaSet", "cluster_time_fields"]
+
+_STATE_CODES = {PRIMARY: 1, SECONDARY: 2, STARTUP: 0, ARBITER: 7, DOWN: 8, REMOVED: 10}
+
+
+def election_id(term: int) -> ObjectId:
+    """The electionId of the primary elected in ``term``."""
+    return ObjectId(bytes.fromhex("7fffffff") + term.to_bytes(8, "big"))
+
+
+def cluster_time_fields(store: DataStore, optime: Optional[OpTime] = None) -> dict[str, Any]:
+    """``$clusterTime`` (with an all-zero signature: keys are not simulated) and operationTime."""
+    return {
+        "$clusterTime": {
+            "clusterTime": store.last_optime.ts,
+            "signature": {"hash": Binary(b"\x00" * 20, 0), "keyId": Int64(0)},
+        },
+        "operationTime": (optime or store.last_optime).ts,
+    }
+
+
+def _member_configs(
+    members: Union[int, Sequence[MemberConfig]],
+    *,
+    arbiters: int,
+    hidden: int,
+    priority0: int,
+    tags: Optional[Sequence[Mapping[str, str]]],
+    lag: Union[float, Sequence[float], None],
+) -> list[MemberConfig]:
+    if isinstance(members, int):
+        if members < 1:
+            raise ValueError("a replica set needs at least one data-bearing member")
+        configs = [MemberConfig() for _ in range(members)]
+    else:
+        configs = [MemberConfig(**vars(c)) for c in members]
+    configs += [MemberConfig(priority=0.0) for _ in range(priority0)]
+    configs += [MemberConfig(priority=0.0, hidden=True) for _ in range(hidden)]
+    data_bearing = list(configs)
+    if tags is not None:
+        for config, member_tags in zip(data_bearing, tags):
+            config.tags = dict(member_tags)
+    if lag is not None:
+        lags = [float(lag)] * len(data_bearing) if isinstance(lag, (int, float)) else list(lag)
+        for config, member_lag in zip(data_bearing, lags):
+            config.lag = float(member_lag)
+    configs += [MemberConfig(priority=0.0, arbiter=True) for _ in range(arbiters)]
+    return configs
+
+
+class ReplicaSet:
+    """A replica set of mongod members, each on its own 127.0.0.1 port.
+
+    ``ReplicaSet(members=3)`` is three data-bearing members of priority 1;
+    ``arbiters``, ``hidden`` and ``priority0`` add members of those kinds; ``tags``
+    and ``lag`` (seconds, one number or one per data-bearing member) configure the
+    data-bearing members in order. Use it as a context manager, or ``start()`` and
+    ``stop()``. The first electable member is primary once ``start()`` returns.
+    """
+
+    def __init__(
+        self,
+        members: Union[int, Sequence[MemberConfig]] = 3,
+        *,
+        arbiters: int = 0,
+        hidden: int = 0,
+        priority0: int = 0,
+        tags: Optional[Sequence[Mapping[str, str]]] = None,
+        lag: Union[float, Sequence[float], None] = None,
+        name: str = "rs0",
+        election_delay: float = 0.2,
+        initiate: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.name = name
+        self.cond = threading.Condition(threading.RLock())
+        self.stopping = False
+        self._clock = clock
+        self.store = DataStore(clock)
+        self.election_delay = election_delay
+        self.term = 0
+        self.set_version = 1
+        self.initiated = False
+        self._initiate_on_start = initiate
+        self._configs = _member_configs(
+            members, arbiters=arbiters, hidden=hidden, priority0=priority0, tags=tags, lag=lag
+        )
+        self.members: list[Member] = [
+            Member(self, index, config, f"{name}-{index}")
+            for index, config in enumerate(self._configs)
+        ]
+        self.removed: list[Member] = []
+        self._election_due: Optional[float] = None
+        self._elector: Optional[threading.Thread] = None
+        self._started = False
+
+    # -- Owner -------------------------------------------------------------------------
+
+    is_replica_set = True
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def decorate(self, reply: dict[str, Any], optime: Optional[OpTime] = None) -> None:
+        reply.update(cluster_time_fields(self.store, optime))
+
+    def data_bearing_count(self) -> int:
+        return sum(1 for m in self.members if not m.arbiter)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> ReplicaSet:
+        with self.cond:
+            if self._started:
+                return self
+            self._started = True
+            try:
+                for member in self.members:
+                    member._start_listening()
+            except BaseException:
+                for member in self.members:
+                    member._stop()
+                raise
+            if self._initiate_on_start:
+                self._initiate_locked()
+            self._elector = threading.Thread(
+                target=self._elector_loop, name=f"mongocore-sim-elector-{self.name}", daemon=True
+            )
+            self._elector.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop every member and thread; returns once all are joined."""
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        if self._elector is not None:
+            self._elector.join()
+            self._elector = None
+        for member in [*self.members, *self.removed]:
+            member._stop()
+
+    def __enter__(self) -> ReplicaSet:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- views of the set --------------------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        """``mongodb://127.0.0.1:p1,.../?replicaSet=<name>`` (hidden members are not seeds)."""
+        hosts = ",".join(m.host for m in self.members if not m.hidden)
+        return f"mongodb://{hosts}/?replicaSet={self.name}"
+
+    @property
+    def hosts(self) -> list[str]:
+        return [m.host for m in self.members]
+
+    @property
+    def primary(self) -> Optional[Member]:
+        with self.cond:
+            return next((m for m in self.members if m.role == PRIMARY), None)
+
+    @property
+    def secondaries(self) -> list[Member]:
+        with self.cond:
+            return [m for m in self.members if m.role == SECONDARY]
+
+    @property
+    def arbiters(self) -> list[Member]:
+        return [m for m in self.members if m.arbiter]
+
+    def member(self, host: str) -> Member:
+        for m in [*self.members, *self.removed]:
+            if m.host == host:
+                return m
+        raise KeyError(host)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        """Wait (on the set's condition, no polling) until ``predicate()`` holds."""
+        with self.cond:
+            return self.cond.wait_for(predicate, timeout)
+
+    def wait_for_primary(self, timeout: float = 10.0) -> Member:
+        """The primary, waiting for an election if needed; TimeoutError if none comes."""
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.primary is not None, timeout):
+                raise TimeoutError(f"no primary in replica set {self.name} after {timeout}s")
+            primary = self.primary
+            assert primary is not None
+            return primary
+
+    # -- failover controls -------------------------------------------------------------
+
+    def step_down(
+        self,
+        stepdown_secs: float = 60.0,
+        *,
+        election_delay: Optional[float] = None,
+    ) -> Member:
+        """Step the primary down at once; a new primary is elected after the delay.
+
+        The old primary may not be re-elected for ``stepdown_secs``. Operations blocked
+        on it fail with InterruptedDueToReplStateChange. Returns the old primary.
+        """
+        with self.cond:
+            primary = self.primary
+            if primary is None:
+                raise RuntimeError(f"replica set {self.name} has no primary to step down")
+            self._step_down_locked(primary, stepdown_secs)
+            self._schedule_election_locked(election_delay)
+            return primary
+
+    def elect(self, member: Member) -> None:
+        """Make ``member`` primary now (the current primary, if any, steps down)."""
+        with self.cond:
+            if member not in self.members or member.arbiter or not member.reachable:
+                raise ValueError(f"{member!r} cannot become primary")
+            current = self.primary
+            if current is member:
+                return
+            if current is not None:
+                self._step_down_locked(current, 0.0)
+            member.frozen_until = 0.0
+            self._make_primary_locked(member)
+
+    def freeze(self, member: Member, seconds: float) -> None:
+        """Keep ``member`` from standing for election for ``seconds`` (0 unfreezes)."""
+        with self.cond:
+            member.frozen_until = time.monotonic() + seconds if seconds > 0 else 0.0
+            if self.primary is None:
+                self._schedule_election_locked(None)
+
+    def kill(self, member: Member) -> None:
+        """The member's process dies: connections are refused and open ones dropped."""
+        with self.cond:
+            if member.role == DOWN:
+                return
+            was_primary = member.role == PRIMARY
+            member._go_down()
+            member.role = DOWN
+            if was_primary:
+                self._schedule_election_locked(None)
+            self._after_change_locked()
+
+    def restart(self, member: Member) -> None:
+        """Start a killed member again: a new processId, topologyVersion counter 0."""
+        with self.cond:
+            if member.alive:
+                raise RuntimeError(f"{member!r} is running; kill it first")
+            member._come_up()
+            member.frozen_until = 0.0
+            if member in self.removed:
+                member.role = REMOVED
+            elif not self.initiated:
+                member.role = STARTUP
+            else:
+                member.role = ARBITER if member.arbiter else SECONDARY
+            # A fresh process: its counter stays 0 until its hello next changes.
+            self._after_change_locked(skip=member)
+
+    def partition(self, member: Member, mode: str = "refuse") -> None:
+        """Cut the member off: "refuse" refuses connections, "drop" never answers."""
+        with self.cond:
+            was_primary = member.role == PRIMARY
+            member._partition(mode)
+            if was_primary:
+                # A primary that cannot see a majority steps down.
+                self._step_down_locked(member, 0.0)
+                self._schedule_election_locked(None)
+            self._after_change_locked()
+
+    def heal(self, member: Member) -> None:
+        """Undo ``partition()``."""
+        with self.cond:
+            member._heal()
+            self._after_change_locked()
+
+    def reconfig(
+        self,
+        *,
+        add: Union[int, Sequence[MemberConfig]] = 0,
+        remove: Sequence[Member] = (),
+    ) -> list[Member]:
+        """Add and remove members (setVersion is bumped); returns the added members.
+
+        A removed member keeps running and answers hello as a member without a valid
+        config, like a real one. An added member starts with a copy of the data.
+        """
+        with self.cond:
+            for member in remove:
+                if member not in self.members:
+                    raise ValueError(f"{member!r} is not a member of {self.name}")
+                if member.role == PRIMARY:
+                    raise ValueError("the primary cannot be removed; step it down first")
+            new_configs = (
+                [MemberConfig() for _ in range(add)] if isinstance(add, int) else list(add)
+            )
+            added: list[Member] = []
+            next_id = max(m.member_id for m in [*self.members, *self.removed]) + 1
+            try:
+                for offset, config in enumerate(new_configs):
+                    member = Member(
+                        self, next_id + offset, config, f"{self.name}-{next_id + offset}"
+                    )
+                    member._start_listening()
+                    added.append(member)
+            except BaseException:
+                for member in added:
+                    member._stop()
+                raise
+            for member in remove:
+                self.members.remove(member)
+                self.removed.append(member)
+                if member.view is not None:
+                    self.store.drop_view(member.view)
+                    member.view = None
+                if member.alive:
+                    member.role = REMOVED
+            for member in added:
+                self.members.append(member)
+                if self.initiated:
+                    member.role = ARBITER if member.arbiter else SECONDARY
+                    if not member.arbiter:
+                        member.view = self.store.new_view(member.lag)
+            self.set_version += 1
+            self._after_change_locked()
+            return added
+
+    def initiate(self) -> None:
+        """``replSetInitiate`` from Python, for a set created with ``initiate=False``."""
+        with self.cond:
+            if self.initiated:
+                raise RuntimeError(f"replica set {self.name} is already initiated")
+            self._initiate_locked()
+
+    # -- internals (the lock is held) --------------------------------------------------
+
+    def _initiate_locked(self) -> None:
+        self.initiated = True
+        for member in self.members:
+            if member.role == DOWN:
+                continue
+            member.role = ARBITER if member.arbiter else SECONDARY
+            if not member.arbiter and member.view is None:
+                member.view = self.store.new_view(member.lag)
+        self._bump_all_locked()
+        self._run_election_locked()
+
+    def _votes(self, members: Sequence[Member]) -> int:
+        return sum(m.config.votes for m in members)
+
+    def _majority_reachable(self) -> bool:
+        total = self._votes(self.members)
+        reachable = self._votes([m for m in self.members if m.reachable])
+        return reachable * 2 > total
+
+    def _step_down_locked(self, member: Member, stepdown_secs: float) -> None:
+        member.role = SECONDARY if member.alive else DOWN
+        member.state_epoch += 1
+        member.frozen_until = time.monotonic() + stepdown_secs if stepdown_secs > 0 else 0.0
+        self._bump_all_locked()
+
+    def _electable(self, member: Member, now: float) -> bool:
+        return (
+            member.role == SECONDARY
+            and member.reachable
+            and member.priority > 0
+            and not member.hidden
+            and now >= member.frozen_until
+        )
+
+    def _schedule_election_locked(self, delay: Optional[float]) -> None:
+        wait = self.election_delay if delay is None else delay
+        due = time.monotonic() + max(0.0, wait)
+        if self._election_due is None or due < self._election_due:
+            self._election_due = due
+        self.cond.notify_all()
+
+    def _run_election_locked(self) -> None:
+        if not self.initiated or self.primary is not None:
+            return
+        if not self._majority_reachable():
+            return  # no primary until enough members come back
+        now = time.monotonic()
+        candidates = [m for m in self.members if self._electable(m, now)]
+        if not candidates:
+            waiting = [
+                m.frozen_until
+                for m in self.members
+                if m.role == SECONDARY and m.reachable and m.priority > 0 and not m.hidden
+            ]
+            if waiting:
+                self._schedule_election_locked(max(0.0, min(waiting) - now))
+            return
+        winner = max(candidates, key=lambda m: (m.priority, m.applied_optime().ts, -m.index))
+        self._make_primary_locked(winner)
+
+    def _make_primary_locked(self, member: Member) -> None:
+        self.term += 1
+        self.store.term = self.term
+        member.role = PRIMARY
+        # A new primary's first oplog entry is a no-op of its term.
+        self.store.noop()
+        self._bump_all_locked()
+
+    def _after_change_locked(self, skip: Optional[Member] = None) -> None:
+        primary = self.primary
+        if primary is not None and not self._majority_reachable():
+            self._step_down_locked(primary, 0.0)
+        if self.primary is None:
+            self._schedule_election_locked(None)
+        self._bump_all_locked(skip)
+
+    def _bump_all_locked(self, skip: Optional[Member] = None) -> None:
+        for member in [*self.members, *self.removed]:
+            if member.alive and member is not skip:
+                member.bump_topology_version()
+        self.cond.notify_all()
+
+    def _elector_loop(self) -> None:
+        with self.cond:
+            while not self.stopping:
+                due = self._election_due
+                if due is None:
+                    self.cond.wait()
+                    continue
+                remaining = due - time.monotonic()
+                if remaining > 0:
+                    self.cond.wait(remaining)
+                    continue
+                self._election_due = None
+                self._run_election_locked()
+
+    # -- what members report -----------------------------------------------------------
+
+    def replica_set_hello(self, member: Member) -> dict[str, Any]:
+        visible = [m for m in self.members if not m.hidden]
+        doc: dict[str, Any] = {
+            "hosts": [m.host for m in visible if not m.arbiter and m.priority > 0],
+        }
+        passives = [m.host for m in visible if not m.arbiter and m.priority == 0]
+        if passives:
+            doc["passives"] = passives
+        arbiters = [m.host for m in visible if m.arbiter]
+        if arbiters:
+            doc["arbiters"] = arbiters
+        doc["setName"] = self.name
+        doc["setVersion"] = self.set_version
+        doc["secondary"] = member.role == SECONDARY
+        primary = self.primary
+        if primary is not None and member.partition_mode is None:
+            doc["primary"] = primary.host
+        if member.arbiter:
+            doc["arbiterOnly"] = True
+        if member.priority == 0 and not member.arbiter:
+            doc["passive"] = True
+        if member.hidden:
+            doc["hidden"] = True
+        if member.config.tags:
+            doc["tags"] = dict(member.config.tags)
+        doc["me"] = member.host
+        if member.role == PRIMARY:
+            doc["electionId"] = election_id(self.term)
+        if not member.arbiter:
+            last_write = self.last_write(member)
+            if last_write is not None:
+                doc["lastWrite"] = last_write
+        return doc
+
+    def last_write(self, member: Member) -> Optional[dict[str, Any]]:
+        applied = member.applied_optime()
+        majority = self._majority_optime()
+        return {
+            "opTime": applied.to_document(),
+            "lastWriteDate": applied.wall_datetime,
+            "majorityOpTime": majority.to_document(),
+            "majorityWriteDate": majority.wall_datetime,
+        }
+
+    def _majority_optime(self) -> OpTime:
+        voters = [m for m in self.members if m.config.votes]
+        needed = len(voters) // 2 + 1
+        applied = sorted(
+            (m.applied_optime() for m in voters if not m.arbiter),
+            key=lambda o: o.ts,
+            reverse=True,
+        )
+        return applied[needed - 1] if len(applied) >= needed else ZERO_OPTIME
+
+    # -- replSet* commands -------------------------------------------------------------
+
+    def replica_set_command(
+        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
+    ) -> Optional[dict[str, Any]]:
+        handler = _REPLSET_COMMANDS.get(name)
+        if handler is None:
+            return None
+        if db != "admin":
+            raise CommandError(13, f"{name} may only be run against the admin database.")
+        if not self.initiated and name != "replSetInitiate":
+            raise CommandError(94, "no replset config has been received")
+        return handler(self, member, cmd)
+
+    def _cmd_get_status(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        entries = []
+        for m in self.members:
+            applied = m.applied_optime() if not m.arbiter else ZERO_OPTIME
+            up = m.alive and (m is member or m.partition_mode is None)
+            entry: dict[str, Any] = {
+                "_id": m.member_id,
+                "name": m.host,
+                "health": 1.0 if up else 0.0,
+                "state": _STATE_CODES[m.role] if up else 8,
+                "stateStr": m.role if up else "(not reachable/healthy)",
+                "uptime": int(time.monotonic() - m.started_at) if up else 0,
+            }
+            if not m.arbiter:
+                entry["optime"] = applied.to_document()
+                entry["optimeDate"] = applied.wall_datetime
+            if m.role == PRIMARY:
+                entry["electionId"] = election_id(self.term)
+            if m is member:
+                entry["self"] = True
+            entries.append(entry)
+        return {
+            "set": self.name,
+            "date": now,
+            "myState": _STATE_CODES[member.role],
+            "term": Int64(self.term),
+            "heartbeatIntervalMillis": Int64(2000),
+            "majorityVoteCount": self._votes(self.members) // 2 + 1,
+            "members": entries,
+            "ok": 1.0,
+        }
+
+    def _cmd_step_down(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        if member.role != PRIMARY:
+            raise CommandError(10107, "not primary so can't step down")
+        secs = cmd.get("replSetStepDown", 60)
+        if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs <= 0:
+            raise CommandError(2, f"stepdown period must be a positive number, got {secs!r}")
+        catch_up = cmd.get("secondaryCatchUpPeriodSecs", 10)
+        if isinstance(catch_up, (int, float)) and catch_up > secs:
+            raise CommandError(2, "stepdown period must be longer than secondaryCatchUpPeriodSecs")
+        now = time.monotonic()
+        if not cmd.get("force") and not any(
+            self._electable(m, now) for m in self.members if m is not member
+        ):
+            raise CommandError(
+                262, "No electable secondaries caught up as of the stepdown deadline"
+            )
+        self._step_down_locked(member, float(secs))
+        self._schedule_election_locked(None)
+        return {"ok": 1.0}
+
+    def _cmd_freeze(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        secs = cmd.get("replSetFreeze", 0)
+        if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs < 0:
+            raise CommandError(2, f"replSetFreeze takes a number of seconds, got {secs!r}")
+        if member.role == PRIMARY:
+            raise CommandError(
+                95, "cannot freeze node when primary or running for election. state: Primary"
+            )
+        reply: dict[str, Any] = {}
+        if secs == 0:
+            member.frozen_until = 0.0
+            reply["info"] = "unfreezing"
+            if self.primary is None:
+                self._schedule_election_locked(None)
+        else:
+            member.frozen_until = time.monotonic() + float(secs)
+        reply["ok"] = 1.0
+        return reply
+
+    def _cmd_get_config(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        members = [
+            {
+                "_id": m.member_id,
+                "host": m.host,
+                "arbiterOnly": m.arbiter,
+                "buildIndexes": True,
+                "hidden": m.hidden,
+                "priority": float(m.priority),
+                "tags": dict(m.config.tags),
+                "secondaryDelaySecs": Int64(0),
+                "votes": m.config.votes,
+            }
+            for m in self.members
+        ]
+        return {
+            "config": {
+                "_id": self.name,
+                "version": self.set_version,
+                "term": self.term,
+                "members": members,
+                "protocolVersion": Int64(1),
+                "writeConcernMajorityJournalDefault": True,
+                "settings": {"electionTimeoutMillis": int(self.election_delay * 1000)},
+            },
+            "ok": 1.0,
+        }
+
+    def _cmd_initiate(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+        if self.initiated:
+            raise CommandError(23, "already initialized")
+        self._initiate_locked()
+        return {"ok": 1.0}
+
+
+_REPLSET_COMMANDS: dict[str, Callable[[ReplicaSet, Member, Mapping[str, Any]], dict[str, Any]]] = {
+    "replSetGetStatus": ReplicaSet._cmd_get_status,
+    "replSetStepDown": ReplicaSet._cmd_step_down,
+    "replSetFreeze": ReplicaSet._cmd_freeze,
+    "replSetGetConfig": ReplicaSet._cmd_get_config,
+    "replSetInitiate": ReplicaSet._cmd_initiate,
+}

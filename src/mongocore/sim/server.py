@@ -1,0 +1,233 @@
+"""The TCP side of a simulated process: a listener on 127.0.0.1 and one thread per connection.
+
+A ``WireServer`` reads whole messages with the shared wire codec and hands each to a
+handler, which yields the encoded replies (none for a fire-and-forget OP_MSG, several
+for an exhaust stream) or raises ``CloseConnection``. The listener can be closed and
+reopened on the same port (a killed or partitioned member, then a restart or heal),
+and ``stop()`` closes every socket and joins every thread it started. Thread names
+start with ``mongocore-sim-`` so a leak check can find them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import selectors
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from mongocore.errors import NetworkError, ProtocolError
+from mongocore.sim.codes import CloseConnection
+from mongocore.wire import DEFAULT_MAX_MESSAGE_SIZE_BYTES, Message, MsgHeader, read_message
+
+__all__ = ["Connection", "Handler", "WireServer"]
+
+_log = logging.getLogger("mongocore.sim.server")
+
+Handler = Callable[["Connection", MsgHeader, Message], Iterable[bytes]]
+
+
+class Connection:
+    """One accepted client connection and what the server remembers about it."""
+
+    def __init__(self, server: WireServer, sock: socket.socket, connection_id: int) -> None:
+        self.server = server
+        self.sock = sock
+        self.id = connection_id
+        self.closed = False
+        # Filled in by the handshake (the first hello on this connection).
+        self.handshake_done = False
+        self.app_name: Optional[str] = None
+        self.client_metadata: Optional[dict[str, Any]] = None
+        self.load_balanced = False
+        self.thread: Optional[threading.Thread] = None
+        self._lock = threading.Lock()
+
+    def recv_exactly(self, size: int) -> bytes:
+        """Read exactly ``size`` bytes; fewer only if the peer closed the stream."""
+        buffer = bytearray()
+        while len(buffer) < size:
+            chunk = self.sock.recv(size - len(buffer))
+            if not chunk:
+                break
+            buffer += chunk
+        return bytes(buffer)
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def close(self) -> None:
+        """Shut the socket down (waking a thread blocked on it) and close it."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+        self.sock.close()
+
+
+class WireServer:
+    """A listener on ``host:port`` serving each connection on its own thread."""
+
+    def __init__(
+        self,
+        label: str,
+        handler: Handler,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        on_close: Optional[Callable[[], None]] = None,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+    ) -> None:
+        self.label = label
+        self.host = host
+        self.port = port
+        self._handler = handler
+        self._on_close = on_close
+        self._max_message_size = max_message_size
+        self._lock = threading.Lock()
+        self._connections: set[Connection] = set()
+        self._threads: set[threading.Thread] = set()
+        self._next_id = 0
+        self._listener: Optional[socket.socket] = None
+        self._accept_thread: Optional[threading.Thread] = None
+        self._wake_r: Optional[socket.socket] = None
+        self._wake_w: Optional[socket.socket] = None
+        self._stopped = False
+
+    @property
+    def listening(self) -> bool:
+        return self._listener is not None
+
+    def open_listener(self) -> None:
+        """Bind (the same port after the first time) and start accepting connections."""
+        with self._lock:
+            if self._listener is not None or self._stopped:
+                return
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                listener.bind((self.host, self.port))
+                listener.listen(128)
+            except OSError:
+                listener.close()
+                raise
+            listener.setblocking(False)
+            self.port = listener.getsockname()[1]
+            self._wake_r, self._wake_w = socket.socketpair()
+            self._listener = listener
+            thread = threading.Thread(
+                target=self._accept_loop,
+                args=(listener, self._wake_r),
+                name=f"mongocore-sim-accept-{self.label}-{self.port}",
+                daemon=True,
+            )
+            self._accept_thread = thread
+        thread.start()
+
+    def close_listener(self) -> None:
+        """Stop accepting: a connection attempt is refused until ``open_listener()``."""
+        with self._lock:
+            listener, thread = self._listener, self._accept_thread
+            wake_r, wake_w = self._wake_r, self._wake_w
+            self._listener = self._accept_thread = self._wake_r = self._wake_w = None
+        if listener is None:
+            return
+        assert wake_w is not None and wake_r is not None and thread is not None
+        with contextlib.suppress(OSError):
+            wake_w.send(b"x")
+        if thread is not threading.current_thread():
+            thread.join()
+        listener.close()
+        wake_w.close()
+        wake_r.close()
+
+    def close_connections(self) -> None:
+        """Close every open connection; their threads end on their own."""
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            connection.close()
+        if self._on_close is not None:
+            self._on_close()
+
+    def reset_connection_ids(self) -> None:
+        with self._lock:
+            self._next_id = 0
+
+    def connection_count(self) -> int:
+        with self._lock:
+            return len(self._connections)
+
+    def stop(self) -> None:
+        """Close the listener and every connection, and join every thread."""
+        with self._lock:
+            self._stopped = True
+        self.close_listener()
+        self.close_connections()
+        current = threading.current_thread()
+        while True:
+            with self._lock:
+                threads = [t for t in self._threads if t is not current]
+            if not threads:
+                break
+            for thread in threads:
+                thread.join()
+                with self._lock:
+                    self._threads.discard(thread)
+
+    def _accept_loop(self, listener: socket.socket, wake: socket.socket) -> None:
+        with selectors.DefaultSelector() as selector:
+            selector.register(listener, selectors.EVENT_READ)
+            selector.register(wake, selectors.EVENT_READ)
+            while True:
+                events = selector.select()
+                if any(key.fileobj is wake for key, _ in events):
+                    return
+                try:
+                    sock, _peer = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    return
+                self._start_connection(sock)
+
+    def _start_connection(self, sock: socket.socket) -> None:
+        sock.setblocking(True)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:
+            if self._stopped or self._listener is None:
+                sock.close()
+                return
+            self._next_id += 1
+            connection = Connection(self, sock, self._next_id)
+            thread = threading.Thread(
+                target=self._serve,
+                args=(connection,),
+                name=f"mongocore-sim-conn-{self.label}-{self.port}-{connection.id}",
+                daemon=True,
+            )
+            connection.thread = thread
+            self._connections.add(connection)
+            # Forget threads that have already finished, so a long run stays small.
+            self._threads = {t for t in self._threads if t.is_alive()}
+            self._threads.add(thread)
+        thread.start()
+
+    def _serve(self, connection: Connection) -> None:
+        try:
+            while not connection.closed:
+                header, message = read_message(connection.recv_exactly, self._max_message_size)
+                for data in self._handler(connection, header, message):
+                    connection.send(data)
+        except (OSError, NetworkError, ProtocolError, CloseConnection):
+            pass
+        except Exception:
+            _log.exception("simulated server %s: error serving a connection", self.label)
+        finally:
+            connection.close()
+            with self._lock:
+                self._connections.discard(connection)

@@ -1,0 +1,95 @@
+"""A simulated standalone mongod: one process, no replica set, no cluster time."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
+
+from mongocore.sim.codes import CommandError
+from mongocore.sim.member import PRIMARY, Member, MemberConfig
+from mongocore.sim.store import DataStore, OpTime
+
+__all__ = ["Standalone"]
+
+
+class Standalone:
+    """One mongod on 127.0.0.1 (``port=0`` picks a free port). A context manager."""
+
+    is_replica_set = False
+
+    def __init__(self, *, port: int = 0, clock: Callable[[], float] = time.time) -> None:
+        self.cond = threading.Condition(threading.RLock())
+        self.stopping = False
+        self._clock = clock
+        self.store = DataStore(clock)
+        self.member = Member(self, 0, MemberConfig(port=port), "standalone")
+        self.member.role = PRIMARY
+        self._started = False
+
+    def clock(self) -> float:
+        return self._clock()
+
+    def decorate(self, reply: dict[str, Any], optime: Optional[OpTime] = None) -> None:
+        # A standalone has no cluster time: its replies carry neither field.
+        return
+
+    def data_bearing_count(self) -> int:
+        return 1
+
+    def replica_set_hello(self, member: Member) -> dict[str, Any]:
+        return {}
+
+    def last_write(self, member: Member) -> Optional[dict[str, Any]]:
+        return None
+
+    def replica_set_command(
+        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
+    ) -> Optional[dict[str, Any]]:
+        if name.startswith("replSet"):
+            raise CommandError(76, "not running with --replSet")
+        return None
+
+    @property
+    def members(self) -> list[Member]:
+        return [self.member]
+
+    @property
+    def primary(self) -> Member:
+        return self.member
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.member.host}/"
+
+    def start(self) -> Standalone:
+        with self.cond:
+            if not self._started:
+                self._started = True
+                self.member._start_listening()
+        return self
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.member._stop()
+
+    def kill(self) -> None:
+        with self.cond:
+            self.member._go_down()
+
+    def restart(self) -> None:
+        with self.cond:
+            self.member._come_up()
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+        with self.cond:
+            return self.cond.wait_for(predicate, timeout)
+
+    def __enter__(self) -> Standalone:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

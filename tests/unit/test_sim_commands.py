@@ -1,0 +1,181 @@
+"""The simulator's CRUD, cursor and catalog commands: replies shaped like a 7.0 server's."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from bson import Int64
+
+from mongocore.sim import ReplicaSet, ShardedCluster
+from mongocore.wire import MORE_TO_COME, encode_op_msg, next_request_id
+from tests.unit.sim_wire import RawClient, connect
+
+
+@pytest.fixture
+def rs() -> Iterator[ReplicaSet]:
+    with ReplicaSet(2, election_delay=0.02) as replica_set:
+        yield replica_set
+
+
+@pytest.fixture
+def client(rs: ReplicaSet) -> Iterator[RawClient]:
+    with connect(rs.members[0]) as raw:
+        yield raw
+
+
+def test_insert_reports_write_errors(client: RawClient) -> None:
+    reply = client.command(
+        "db", {"insert": "c"}, sequences={"documents": [{"_id": 1}, {"_id": 1}, {"_id": 2}]}
+    )
+    assert reply["n"] == 1 and reply["ok"] == 1.0
+    (error,) = reply["writeErrors"]
+    assert error["index"] == 1 and error["code"] == 11000
+    assert error["errmsg"].startswith("E11000 duplicate key error collection: db.c")
+    unordered = client.command(
+        "db", {"insert": "c", "documents": [{"_id": 1}, {"_id": 3}], "ordered": False}
+    )
+    assert unordered["n"] == 1 and [e["index"] for e in unordered["writeErrors"]] == [0]
+
+
+def test_update_and_delete_replies(client: RawClient) -> None:
+    client.command("db", {"insert": "c", "documents": [{"_id": i, "v": 0} for i in range(3)]})
+    reply = client.command(
+        "db",
+        {
+            "update": "c",
+            "updates": [
+                {"q": {}, "u": {"$set": {"v": 1}}, "multi": True},
+                {"q": {"_id": 9}, "u": {"$set": {"v": 9}}, "upsert": True},
+                {"q": {"_id": 0}, "u": {"v": 1}},
+            ],
+        },
+    )
+    assert reply["n"] == 5 and reply["nModified"] == 3
+    assert reply["upserted"] == [{"index": 1, "_id": 9}]
+    deleted = client.command(
+        "db",
+        {"delete": "c", "deletes": [{"q": {"v": 1}, "limit": 1}, {"q": {"_id": 9}, "limit": 0}]},
+    )
+    assert deleted["n"] == 2
+    assert client.command("db", {"count": "c"})["n"] == 2
+
+
+def test_find_get_more_and_kill_cursors(client: RawClient) -> None:
+    client.command("db", {"insert": "c", "documents": [{"_id": i} for i in range(10)]})
+    found = client.command("db", {"find": "c", "sort": {"_id": 1}, "batchSize": 3})
+    cursor = found["cursor"]
+    assert cursor["ns"] == "db.c" and cursor["firstBatch"] == [{"_id": i} for i in range(3)]
+    assert isinstance(cursor["id"], Int64) and cursor["id"] > 0
+    more = client.command("db", {"getMore": cursor["id"], "collection": "c", "batchSize": 4})
+    assert more["cursor"]["nextBatch"] == [{"_id": i} for i in range(3, 7)]
+    assert more["cursor"]["id"] == cursor["id"]
+    killed = client.command("db", {"killCursors": "c", "cursors": [cursor["id"], Int64(42)]})
+    assert killed["cursorsKilled"] == [cursor["id"]] and killed["cursorsNotFound"] == [42]
+    gone = client.command("db", {"getMore": cursor["id"], "collection": "c"})
+    assert gone["code"] == 43 and gone["codeName"] == "CursorNotFound"
+    rest = client.command(
+        "db", {"find": "c", "filter": {"_id": {"$gte": 5}}, "skip": 1, "limit": 2}
+    )
+    assert rest["cursor"]["firstBatch"] == [{"_id": 6}, {"_id": 7}] and rest["cursor"]["id"] == 0
+
+
+def test_exhaust_get_more_streams_the_rest(client: RawClient) -> None:
+    client.command("db", {"insert": "c", "documents": [{"_id": i} for i in range(5)]})
+    cursor = client.command("db", {"find": "c", "batchSize": 1})["cursor"]
+    client.exhaust("db", {"getMore": cursor["id"], "collection": "c", "batchSize": 2})
+    batches = []
+    while True:
+        _, message = client.read()
+        batches.append(message.body["cursor"]["nextBatch"])
+        if not message.flag_bits & MORE_TO_COME:
+            break
+    assert batches == [[{"_id": 1}, {"_id": 2}], [{"_id": 3}, {"_id": 4}]]
+
+
+def test_find_and_modify_replies(client: RawClient) -> None:
+    client.command("db", {"insert": "c", "documents": [{"_id": 1, "n": 0}]})
+    updated = client.command(
+        "db", {"findAndModify": "c", "query": {"_id": 1}, "update": {"$inc": {"n": 1}}}
+    )
+    assert updated["value"] == {"_id": 1, "n": 0}
+    assert updated["lastErrorObject"] == {"n": 1, "updatedExisting": True}
+    removed = client.command(
+        "db", {"findAndModify": "c", "query": {"_id": 1}, "remove": True, "fields": {"n": 1}}
+    )
+    assert removed["value"] == {"_id": 1, "n": 1} and removed["lastErrorObject"] == {"n": 1}
+    missing = client.command("db", {"findAndModify": "c", "query": {"_id": 1}, "remove": True})
+    assert missing["value"] is None and missing["lastErrorObject"] == {"n": 0}
+
+
+def test_catalog_commands(client: RawClient) -> None:
+    assert client.command("db", {"create": "c"})["ok"] == 1.0
+    exists = client.command("db", {"create": "c"})
+    assert exists["code"] == 48 and exists["codeName"] == "NamespaceExists"
+    made = client.command(
+        "db", {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1", "unique": True}]}
+    )
+    assert made["numIndexesBefore"] == 1 and made["numIndexesAfter"] == 2
+    indexes = client.command("db", {"listIndexes": "c", "cursor": {}})["cursor"]["firstBatch"]
+    assert [i["name"] for i in indexes] == ["_id_", "a_1"] and indexes[1]["unique"] is True
+    collections = client.command("db", {"listCollections": 1, "cursor": {}})["cursor"]
+    assert collections["ns"] == "db.$cmd.listCollections"
+    assert [c["name"] for c in collections["firstBatch"]] == ["c"]
+    assert collections["firstBatch"][0]["type"] == "collection"
+    databases = client.command("admin", {"listDatabases": 1})
+    assert {"admin", "config", "local", "db"} <= {d["name"] for d in databases["databases"]}
+    assert client.command("db", {"listDatabases": 1})["code"] == 13
+    assert client.command("db", {"dropIndexes": "c", "index": "a_1"})["nIndexesWas"] == 2
+    assert client.command("db", {"drop": "c"})["ns"] == "db.c"
+    assert client.command("db", {"drop": "c"})["ok"] == 1.0  # since 7.0: no NamespaceNotFound
+    assert client.command("db", {"listIndexes": "c", "cursor": {}})["code"] == 26
+    assert client.command("db", {"dropDatabase": 1})["ok"] == 1.0
+
+
+def test_aggregate_distinct_and_count(client: RawClient) -> None:
+    client.command("db", {"insert": "c", "documents": [{"k": i % 3} for i in range(9)]})
+    grouped = client.command(
+        "db",
+        {
+            "aggregate": "c",
+            "pipeline": [{"$group": {"_id": "$k", "n": {"$sum": 1}}}, {"$sort": {"_id": 1}}],
+            "cursor": {},
+        },
+    )
+    assert grouped["cursor"]["firstBatch"] == [{"_id": k, "n": 3} for k in range(3)]
+    assert sorted(client.command("db", {"distinct": "c", "key": "k"})["values"]) == [0, 1, 2]
+    assert client.command("db", {"count": "c", "query": {"k": 1}})["n"] == 3
+    out = client.command(
+        "db", {"aggregate": "c", "pipeline": [{"$match": {"k": 0}}, {"$out": "o"}], "cursor": {}}
+    )
+    assert out["cursor"]["firstBatch"] == []
+    assert client.command("db", {"count": "o"})["n"] == 3
+
+
+def test_fire_and_forget_write(rs: ReplicaSet, client: RawClient) -> None:
+    client.fire_and_forget("db", {"insert": "c", "documents": [{"_id": 1}]})
+    assert client.command("db", {"count": "c"})["n"] == 1  # ordered on the connection
+    with connect(rs.members[1]) as secondary:
+        secondary.fire_and_forget("db", {"insert": "c", "documents": [{"_id": 2}]})
+        assert secondary.closed_by_peer()  # "not primary" closes an unacknowledged write
+
+
+def test_op_msg_needs_db(client: RawClient) -> None:
+    client.sock.sendall(encode_op_msg({"ping": 1}, next_request_id()))
+    _, message = client.read()
+    assert message.body["code"] == 40571
+
+
+def test_mongos_routes_reads_and_cursors() -> None:
+    cluster = ShardedCluster(1, shard_members=2, election_delay=0.02)
+    with cluster.start(), connect(cluster.members[0]) as client:
+        client.command("db", {"insert": "c", "documents": [{"_id": i} for i in range(5)]})
+        found = client.command("db", {"find": "c", "batchSize": 2})
+        more = client.command("db", {"getMore": found["cursor"]["id"], "collection": "c"})
+        assert len(more["cursor"]["nextBatch"]) == 3
+        secondary = client.command("db", {"count": "c", "$readPreference": {"mode": "secondary"}})
+        assert secondary["n"] == 5
+        assert client.command("admin", {"replSetGetStatus": 1})["code"] == 59
+        cluster.shard.step_down(30)
+        # The write waits for the shard's next primary.
+        assert client.command("db", {"insert": "c", "documents": [{"_id": 9}]})["n"] == 1
