@@ -72,8 +72,10 @@ class TopologyDescription:
         set_name: Optional[str] = None,
         max_election_id: Optional[Any] = None,
         max_set_version: Optional[int] = None,
+        _adopt: bool = False,
     ) -> None:
-        own = dict(servers)
+        # apply() hands over a dict it built and never touches again: no second copy.
+        own = servers if _adopt and isinstance(servers, dict) else dict(servers)
         # One __dict__ assignment instead of a setattr per field: apply() makes one
         # description per heartbeat.
         object.__setattr__(
@@ -200,6 +202,10 @@ class Transition(NamedTuple):
     @property
     def ignored(self) -> bool:
         return self.applied is None
+
+
+def _new_transition(fields: tuple[Any, ...]) -> Transition:
+    return tuple.__new__(Transition, fields)
 
 
 class _Update:
@@ -383,6 +389,7 @@ class _Update:
             set_name=self.set_name,
             max_election_id=self.max_election_id,
             max_set_version=self.max_set_version,
+            _adopt=True,
         )
         stored = self.servers.get(applied.address)
         ready: tuple[Address, ...] = ()
@@ -391,15 +398,19 @@ class _Update:
             or (stored.type is not _S.UNKNOWN and self.type is _T.SINGLE)
         ):
             ready = (stored.address,)
-        return Transition(
-            previous,
-            description,
-            stored if stored is not None else applied,
-            tuple(self.added) if self.added else (),
-            tuple(self.removed) if self.removed else (),
-            tuple(self.request_check) if self.request_check else (),
-            tuple(self.clear_pools) if self.clear_pools else (),
-            ready,
+        # tuple.__new__ directly: the NamedTuple constructor is a Python-level call,
+        # and one Transition is made per heartbeat.
+        return _new_transition(
+            (
+                previous,
+                description,
+                stored if stored is not None else applied,
+                tuple(self.added) if self.added else (),
+                tuple(self.removed) if self.removed else (),
+                tuple(self.request_check) if self.request_check else (),
+                tuple(self.clear_pools) if self.clear_pools else (),
+                ready,
+            )
         )
 
 
