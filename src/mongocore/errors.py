@@ -55,6 +55,12 @@ class InvalidReadPreference(ConfigurationError):
     """A read preference is malformed, or cannot be used with this topology."""
 
 
+class InvalidOperation(MongoCoreError):
+    """An API call that cannot be made in the object's current state: changing a cursor
+    after it started, using an ended session or one from another client, reading the
+    counts of an unacknowledged write."""
+
+
 # --- talking to servers --------------------------------------------------------
 
 
@@ -146,6 +152,36 @@ class WriteConcernError(OperationFailure):
 
 class WriteError(OperationFailure):
     """A single write in a write command failed (from the ``writeErrors`` array)."""
+
+
+class BulkWriteError(OperationFailure):
+    """A multi-statement write (insert_many, bulk_write) met write errors or a write
+    concern error.
+
+    ``details`` is the result so far, in the shape of a bulk write result:
+    ``nInserted``, ``nMatched``, ``nModified``, ``nRemoved``, ``nUpserted``,
+    ``upserted`` (``{index, _id}``), ``writeErrors`` (``{index, code, errmsg, op}``,
+    indexes into the caller's requests) and ``writeConcernErrors``. An ordered write
+    stops at its first write error; statements after it were not sent.
+    """
+
+    def __init__(self, details: Mapping[str, Any]) -> None:
+        write_errors = details.get("writeErrors") or []
+        concern_errors = details.get("writeConcernErrors") or []
+        labels: set[str] = set()
+        for error in concern_errors:
+            labels.update(error.get("errorLabels") or ())
+        if write_errors:
+            first = write_errors[0]
+            message = (
+                f"batch op errors occurred: {len(write_errors)} write error(s), first at"
+                f" index {first.get('index')}: {first.get('errmsg')}"
+            )
+        else:
+            message = (
+                f"batch op errors occurred: write concern error: {concern_errors[0].get('errmsg')}"
+            )
+        super().__init__(message, 65, details, labels)
 
 
 def command_error_from_reply(reply: Mapping[str, Any]) -> OperationFailure:

@@ -242,3 +242,30 @@ def test_a_set_of_mongoses(mockupdb_factory: Callable[..., MockupDB]) -> None:
         assert pings.get(timeout=DEADLINE)["$readPreference"] == {"mode": "secondary"}
         assert client.command("admin", {"ping": 1})["ok"] == 1
         assert "$readPreference" not in pings.get(timeout=DEADLINE)  # primary: nothing sent
+
+
+def test_an_srv_uri_seeds_the_topology_from_the_resolver() -> None:
+    from tests.unit.test_srv import FakeResolver
+
+    resolver = FakeResolver(
+        srv={
+            "_mongodb._tcp.cluster0.example.com": [
+                ("a.example.com", 27017),
+                ("b.example.com", 27018),
+            ]
+        },
+        txt={"cluster0.example.com": ["replicaSet=rs&authSource=admin"]},
+    )
+    # tls=false: TLS arrives with the security work; SRV itself needs none.
+    client = Client(
+        "mongodb+srv://cluster0.example.com/?tls=false&serverSelectionTimeoutMS=100",
+        srv_resolver=resolver,
+        connectTimeoutMS=100,
+    )
+    try:
+        td = client.topology_description
+        assert set(td.servers) == {Address("a.example.com", 27017), Address("b.example.com", 27018)}
+        assert td.type is TopologyType.REPLICA_SET_NO_PRIMARY and td.set_name == "rs"
+        assert ("SRV", "_mongodb._tcp.cluster0.example.com") in resolver.queries
+    finally:
+        client.close()
