@@ -6,8 +6,8 @@ class"). Operations named with a ``thread`` run on real threads; ``waitForThread
 the thread and re-raises its error on the main thread. ``wait`` sleeps: it is the
 format's own operation (time passing is what those tests are about, e.g. maxIdleTimeMS),
 never used here to synchronize. Tests of style "integration" (a ``failPoint`` on a live
-server, ``runOn`` server versions) must be listed in specs/deviations.toml as not
-applicable; tests/unit/test_pool.py covers their behaviour with a controllable factory.
+server, ``runOn`` server versions) run against the simulated MongoDB 7.0 standalone
+(``mongocore.sim``) with real connections and the test's fail point.
 
 Matching follows the README's MATCH (42 means "any value"), with one reading: an
 expected error ``message`` must begin the actual message, since mongocore's messages go
@@ -16,11 +16,12 @@ on to name the pool's address and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -43,7 +44,9 @@ from mongocore.events import (
     PoolCreatedEvent,
     PoolReadyEvent,
 )
+from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
 from mongocore.io.pool import Pool, pool_options_from_mapping
+from mongocore.sim import Standalone
 from tests.spec import deviations, specdata
 
 SUITE = "connection-monitoring-and-pooling/tests/cmap-format"
@@ -188,8 +191,9 @@ class Worker(threading.Thread):
 
 
 class Runner:
-    def __init__(self, test: Mapping[str, Any]) -> None:
+    def __init__(self, test: Mapping[str, Any], server: Optional[Standalone] = None) -> None:
         options = dict(test.get("poolOptions", {}))
+        app_name = options.pop("appName", None)
         interval_ms = options.pop("backgroundThreadIntervalMS", None)
         if interval_ms is None:
             interval: Optional[float] = 1.0
@@ -198,12 +202,37 @@ class Runner:
         else:
             interval = interval_ms / 1000.0
         self.recorder = EventRecorder()
+        address: Address = Address("localhost", 27017)
+        connect_fn: Any = fake_connect
+        if server is not None:
+            # Integration style: real connections (handshake included) to the simulator.
+            address = Address(*server.member.address)
+            settings = ConnectionSettings(connect_timeout=10.0, app_name=app_name)
+
+            def connect_fn(
+                address: Address,
+                generation: int,
+                connection_id: int,
+                cancellation: Optional[Cancellation] = None,
+            ) -> Connection:
+                return connect(
+                    address,
+                    settings,
+                    generation=generation,
+                    connection_id=connection_id,
+                    cancellation=cancellation,
+                )
+
         self.pool = Pool(
-            Address("localhost", 27017),
-            fake_connect,
+            address,
+            connect_fn,
             pool_options_from_mapping(options),
             EventPublisher([self.recorder]),
             maintenance_interval=interval,
+            cancellation_factory=Cancellation if server is not None else None,
+            # The pool's owner (SDAM) clears the pool when a background connection fails,
+            # as the Client does ("MongoDB Handshake errors").
+            on_populate_error=lambda exc: self.pool.clear(),
         )
         self.threads: dict[str, Worker] = {}
         self.labels: dict[str, Any] = {}
@@ -327,28 +356,36 @@ def needs_server(test: Mapping[str, Any]) -> bool:
     return test.get("style") == "integration" or "failPoint" in test or "runOn" in test
 
 
+@contextlib.contextmanager
+def server_for(test: Mapping[str, Any]) -> Iterator[Optional[Standalone]]:
+    """The simulated MongoDB 7.0 standalone for an integration test, its fail point set."""
+    if not needs_server(test):
+        yield None
+        return
+    with Standalone() as server:
+        fail_point = test.get("failPoint")
+        if fail_point is not None:
+            server.member.configure_fail_point(
+                fail_point["configureFailPoint"], fail_point["mode"], fail_point.get("data")
+            )
+        yield server
+
+
 @pytest.mark.parametrize("path", specdata.json_files(SUITE))
 def test_cmap(path: Path) -> None:
     test = specdata.load(path)
     test_id = path.stem
     not_applicable = deviations.not_applicable(SUITE, test_id)
-    if needs_server(test):
-        if not_applicable is None:
-            pytest.fail(
-                f"{test_id} needs a server (style/runOn/failPoint): list it in "
-                "specs/deviations.toml as [[not_applicable]] with the reason"
-            )
+    if not_applicable is not None:
         pytest.skip(not_applicable["reason"])
-    assert not_applicable is None, (
-        f"{test_id} is listed as not applicable but needs no server: remove the entry"
-    )
 
-    runner = Runner(test)
-    try:
-        error = runner.run(test["operations"])
-        events = runner.recorder.snapshot()
-    finally:
-        runner.shut_down()
+    with server_for(test) as server:
+        runner = Runner(test, server)
+        try:
+            error = runner.run(test["operations"])
+            events = runner.recorder.snapshot()
+        finally:
+            runner.shut_down()
 
     if "error" in test:
         assert_error(error, test["error"])

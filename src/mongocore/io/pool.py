@@ -271,6 +271,12 @@ def interrupted_error(address: Address) -> PoolClearedError:
 # --- internals ---------------------------------------------------------------------
 
 
+class Cancellable(Protocol):
+    """What the pool needs to abort a connection being established."""
+
+    def cancel(self) -> None: ...
+
+
 class _Pending(NamedTuple):
     """A connection the pool counts as pending: created, not yet established."""
 
@@ -316,6 +322,7 @@ class Pool(Generic[C]):
         maintenance_interval: Optional[float] = DEFAULT_MAINTENANCE_INTERVAL,
         on_populate_error: Optional[Callable[[BaseException], None]] = None,
         clock: Callable[[], float] = time.monotonic,
+        cancellation_factory: Optional[Callable[[], Cancellable]] = None,
     ) -> None:
         if maintenance_interval is not None and not maintenance_interval > 0:
             raise ConfigurationError(
@@ -332,6 +339,10 @@ class Pool(Generic[C]):
         self._maintenance_interval = maintenance_interval
         self._on_populate_error = on_populate_error
         self._clock = clock
+        # With a cancellation factory, ``connect`` is called with ``cancellation=``, and a
+        # clear with interruptInUseConnections aborts connections still being established.
+        self._cancellation_factory = cancellation_factory
+        self._establishing: dict[int, tuple[int, Cancellable]] = {}
         opts = self._options
         self._max_pool_size = opts.max_pool_size
         self._max_connecting = opts.max_connecting
@@ -603,17 +614,44 @@ class Pool(Generic[C]):
             )
         return _Pending(connection_id, self._generation, time.monotonic())
 
+    def _connect_pending(self, pending: _Pending) -> C:
+        """Call the factory for a pending connection, interruptible if the pool can."""
+        factory = self._cancellation_factory
+        if factory is None:
+            return self._connect(self._address, pending.generation, pending.connection_id)
+        cancellation = factory()
+        with self._lock:
+            self._establishing[pending.connection_id] = (pending.generation, cancellation)
+        try:
+            connect: Any = self._connect
+            conn: C = connect(
+                self._address,
+                pending.generation,
+                pending.connection_id,
+                cancellation=cancellation,
+            )
+            return conn
+        finally:
+            with self._lock:
+                self._establishing.pop(pending.connection_id, None)
+
     def _establish(self, pending: _Pending, started: float) -> C:
         """Establish a new connection for a checkOut, outside the lock ("Establishing a
         Connection")."""
         to_close: _Closing[C] = []
         try:
-            conn = self._connect(self._address, pending.generation, pending.connection_id)
-        except BaseException:
+            conn = self._connect_pending(pending)
+        except BaseException as exc:
             with self._lock:
                 self._abandon_pending_locked(pending.connection_id)
                 self._emit_check_out_failed_locked(CheckOutFailedReason.CONNECTION_ERROR, started)
+                interrupted = (
+                    not self._load_balanced and pending.generation <= self._interrupted_generation
+                )
             self._flush()
+            if interrupted and isinstance(exc, Exception):
+                # Aborted by a clear with interruptInUseConnections.
+                raise interrupted_error(self._address) from exc
             raise
         error: Optional[ConnectionFailure] = None
         try:
@@ -767,9 +805,11 @@ class Pool(Generic[C]):
         Load balanced: increment only ``service_id``'s generation and emit the event; the
         pool stays ready and the queue is kept. Either way, available connections made
         stale are closed now, and with ``interrupt_in_use_connections`` so are in-use
-        ones (and pending ones, when established) of the cleared generations.
+        ones of the cleared generations; pending ones are aborted (when the pool has a
+        cancellation factory) or closed once established.
         """
         to_close: _Closing[C] = []
+        to_cancel: list[Cancellable] = []
         try:
             with self._lock:
                 if self._state is PoolState.CLOSED:
@@ -817,6 +857,10 @@ class Pool(Generic[C]):
                         keep.append(conn)
                 self._available = keep
                 if interrupt_in_use_connections:
+                    if not self._load_balanced:
+                        to_cancel = [
+                            c for g, c in self._establishing.values() if g <= stale_through
+                        ]
                     for conn in list(self._in_use.values()):
                         if conn.generation <= stale_through and (
                             not self._load_balanced or conn.service_id == service_id
@@ -827,6 +871,8 @@ class Pool(Generic[C]):
                 self._notify_head_locked()
         finally:
             self._finish(to_close)
+        for cancellation in to_cancel:
+            cancellation.cancel()  # outside the lock: it shuts a socket down
 
     def close(self) -> None:
         """Close the pool ("Closing a Connection Pool"): close available connections,
@@ -907,7 +953,7 @@ class Pool(Generic[C]):
             pending = self._new_pending_locked()
         self._flush()
         try:
-            conn = self._connect(self._address, pending.generation, pending.connection_id)
+            conn = self._connect_pending(pending)
         except Exception as exc:
             try:
                 # The spec defers this error to SDAM; its pool clear precedes the close.
