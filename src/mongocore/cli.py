@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import datetime
 import functools
@@ -34,6 +33,7 @@ from bson import ObjectId
 from mongocore import __version__
 from mongocore.address import parse_address
 from mongocore.cli_view import (
+    SIGNAL_LATENCY,
     EventFeed,
     RichModules,
     change_line,
@@ -177,6 +177,8 @@ def demo(out: Any = sys.stdout) -> int:
 
 # --- signals ------------------------------------------------------------------------
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 @contextlib.contextmanager
 def stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
@@ -199,9 +201,6 @@ def stop_on_signals(stop: Callable[[], None]) -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
-
-
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 # --- sim ----------------------------------------------------------------------------
@@ -336,7 +335,12 @@ class Stopper:
 
     def next_line(self) -> Optional[str]:
         """The next line to print; None once stopping was asked for."""
-        return self._inbox.get()
+        while True:
+            try:
+                # A timeout, so that a signal handler gets to run (see SIGNAL_LATENCY).
+                return self._inbox.get(timeout=SIGNAL_LATENCY)
+            except queue.Empty:
+                continue
 
 
 def run_sim(
@@ -346,8 +350,8 @@ def run_sim(
     mongoses: int = 2,
     port_base: Optional[int] = None,
     election_delay: float = 0.2,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
     stopper: Optional[Stopper] = None,
 ) -> int:
     """Run a simulated deployment until SIGINT/SIGTERM (or ``stopper.stop()``); 0 when stopped.
@@ -356,6 +360,8 @@ def run_sim(
     once so a script can read it; then a line per process, then a line per member
     state change while it runs.
     """
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
     try:
         deployment = build_deployment(
             kind,
@@ -377,7 +383,8 @@ def run_sim(
             deployment.start()
         except OSError as exc:
             deployment.stop()
-            print(f"mongocore sim: cannot listen: {exc}", file=err)
+            where = f" on the ports from {port_base} on" if port_base is not None else ""
+            print(f"mongocore sim: cannot listen{where}: {exc}", file=err)
             return 1
         reporter: Optional[_StateReporter] = None
         try:
@@ -410,8 +417,8 @@ def watch(
     *,
     duration: Optional[float] = None,
     plain: bool = False,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: Optional[TextIO] = None,
+    err: Optional[TextIO] = None,
     feed: Optional[EventFeed] = None,
     **client_options: Any,
 ) -> int:
@@ -421,7 +428,9 @@ def watch(
     The Client is closed, and its threads joined, before this returns 0. ``feed``
     lets a caller stop the watch (``feed.stop()``) from another thread.
     """
-    feed = feed or EventFeed()
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    feed = EventFeed() if feed is None else feed
     rich = want_rich(out, plain)
     with stop_on_signals(feed.stop):
         try:
@@ -463,10 +472,11 @@ def _watch_rich(
     deadline: Optional[float],
     out: TextIO,
 ) -> None:
-    changes: collections.deque[str] = collections.deque(maxlen=8)
+    # Replaced, never mutated: the refresh thread renders it while this one appends.
+    recent: tuple[str, ...] = ()
 
     def render() -> Any:
-        return rich_table(rich, client.topology_description, list(changes))
+        return rich_table(rich, client.topology_description, recent)
 
     console = rich.console.Console(file=out)
     # Auto-refresh keeps round trip times current; every SDAM event refreshes at once.
@@ -478,7 +488,7 @@ def _watch_rich(
             line = change_line(event)
             if line is not None:
                 stamp = datetime.datetime.now().strftime("%H:%M:%S")
-                changes.append(f"{stamp} {line}")
+                recent = (*recent, f"{stamp} {line}")[-8:]
             live.refresh()
 
 

@@ -145,6 +145,13 @@ TopologyChange = Union[
 ]
 
 
+#: The longest the thread that handles signals blocks at a time. The OS may deliver
+#: SIGINT or SIGTERM to any thread, and Python runs the handler in the main thread
+#: only once that thread runs Python code again: a wait without a timeout there
+#: could miss a Ctrl-C for as long as nothing else wakes it.
+SIGNAL_LATENCY = 0.2
+
+
 class _Stop:
     """Put into an EventFeed's inbox to end the watch loop."""
 
@@ -187,16 +194,22 @@ class EventFeed:
         self._inbox.put(_Stop())
 
     def next_event(self, deadline: Optional[float]) -> Optional[TopologyChange]:
-        """The next event; None once stopped, or when ``deadline`` (monotonic) has passed."""
+        """The next event; None once stopped, or when ``deadline`` (monotonic) has passed.
+
+        Events that arrived before the deadline are still handed out after it, so a
+        watch of no duration shows what the client knew when it started.
+        """
         while True:
-            timeout = None
+            timeout = SIGNAL_LATENCY
             if deadline is not None:
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    return None
+                timeout = min(timeout, max(0.0, deadline - time.monotonic()))
             try:
-                item: Union[TopologyChange, _Stop] = self._inbox.get(timeout=timeout)
+                item: Union[TopologyChange, _Stop] = self._inbox.get(
+                    block=timeout != 0.0, timeout=timeout
+                )
             except queue.Empty:
+                if timeout == 0.0:
+                    return None
                 continue  # the deadline is checked again above
             if isinstance(item, _Stop):
                 return None
