@@ -1,37 +1,67 @@
-"""The Client: options, the live topology, and the generic command method.
+"""The Client: options, the live topology, sessions, and the generic command method.
 
 Seeds: server-discovery-and-monitoring.md ("Client construction": no I/O in the
 constructor except the SRV lookup; "Client closing") and server-selection.rst
-("Use of read preferences with commands": the generic command method).
+("Use of read preferences with commands": the generic command method). Driver
+Sessions: the client owns the server session pool and the highest cluster time
+seen ("MongoClient changes", "endSessions" when the client closes).
+
+``client["db"]["coll"]`` reaches the CRUD API (:mod:`mongocore.collection`); every
+operation runs through the executor of :mod:`mongocore.retry`.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
 from mongocore.address import Address
-from mongocore.description.server import ServerDescription
+from mongocore.collection import CommandCursor, Database, ReadConcern, WriteConcern
 from mongocore.description.topology import TopologyDescription
 from mongocore.description.types import TopologyType
 from mongocore.errors import (
     ConfigurationError,
+    MongoCoreError,
     NetworkError,
     OperationFailure,
     WriteConcernError,
 )
 from mongocore.events import EventPublisher, Listener
-from mongocore.io.connection import Connection, ConnectionSettings, connect
+from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
 from mongocore.io.monitor import Monitor, MonitorSettings
 from mongocore.io.pool import Pool, PoolOptions
 from mongocore.io.srv import DnsPythonResolver, Resolver, SrvPoller, options_with_seedlist
 from mongocore.io.topology import Server, Topology
+from mongocore.monitoring import run_command
 from mongocore.options import ClientOptions
-from mongocore.selection.read_preference import Mode, ReadPreference, read_preference_for_server
+from mongocore.retry import (
+    AttemptContext,
+    Command,
+    Executor,
+    Operation,
+    RetryKind,
+    is_acknowledged,
+)
+from mongocore.retry import apply_read_preference as _apply_read_preference
+from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.session import (
+    ClientSession,
+    ClusterClock,
+    ServerSession,
+    ServerSessionPool,
+    SessionOptions,
+)
+
+_log = logging.getLogger("mongocore.client")
 
 DEFAULT_URI = "mongodb://localhost:27017"
+#: endSessions at close: at most this many ids per command ("10,000 sessions at a time").
+END_SESSIONS_BATCH = 10_000
+#: endSessions at close waits at most this long for a connection and for its reply.
+END_SESSIONS_TIMEOUT = 2.0
 
 
 class Client:
@@ -40,7 +70,13 @@ class Client:
     ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
     keyword options override the connection string's (same names, any case).
     Monitoring starts at once, in background threads; nothing here waits for a
-    server. ``close()`` (or leaving a ``with`` block) stops and joins every thread.
+    server. ``close()`` (or leaving a ``with`` block) ends the pooled server sessions
+    (``endSessions``, best effort) and stops and joins every thread.
+
+    ``client["db"]`` is a :class:`~mongocore.collection.Database`; ``start_session()``
+    starts an explicit session. ``retryWrites`` defaults to false (the
+    retryable-writes seed): pass ``retryWrites=True`` to retry supported writes once
+    after a failover or a network error. ``retryReads`` defaults to true.
     """
 
     def __init__(
@@ -85,6 +121,13 @@ class Client:
         )
         self._close_lock = threading.Lock()
         self._closed = False
+        self._write_concern = WriteConcern.from_options(
+            self._options.w, self._options.w_timeout_ms, self._options.journal
+        )
+        self._read_concern = ReadConcern(self._options.read_concern_level)
+        self._session_pool = ServerSessionPool()
+        self._cluster_clock = ClusterClock()
+        self._executor = Executor(self, self._cluster_clock)
         self._topology.open()
         if srv.seedlist is not None:
             self._srv_poller = SrvPoller(
@@ -105,16 +148,37 @@ class Client:
     def _new_pool(self, address: Address) -> Pool[Connection]:
         settings = self._connection_settings
 
-        def establish(address: Address, generation: int, connection_id: int) -> Connection:
-            return connect(address, settings, generation=generation, connection_id=connection_id)
+        def establish(
+            address: Address,
+            generation: int,
+            connection_id: int,
+            cancellation: Optional[Cancellation] = None,
+        ) -> Connection:
+            return connect(
+                address,
+                settings,
+                generation=generation,
+                connection_id=connection_id,
+                cancellation=cancellation,
+            )
 
-        return Pool(
+        def populate_failed(error: BaseException) -> None:
+            # minPoolSize filling failed: a handshake error for SDAM, like a checkout's.
+            self._topology.handle_error(
+                address, error, generation=pool.generation, completed_handshake=False
+            )
+
+        pool: Pool[Connection] = Pool(
             address,
             establish,
             self._pool_options,
             self._publisher,
             load_balanced=self._options.load_balanced,
+            on_populate_error=populate_failed,
+            # A clear with interruptInUseConnections aborts connections being established.
+            cancellation_factory=Cancellation,
         )
+        return pool
 
     def _new_monitor(self, address: Address, topology: Topology) -> Monitor:
         return Monitor(address, topology, self._monitor_settings, self._publisher)
@@ -139,29 +203,177 @@ class Client:
     def topology(self) -> Topology:
         return self._topology
 
+    @property
+    def write_concern(self) -> WriteConcern:
+        """The default write concern (``w``, ``wTimeoutMS``, ``journal`` options)."""
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        """The default read concern (``readConcernLevel`` option)."""
+        return self._read_concern
+
+    @property
+    def cluster_time(self) -> Optional[Mapping[str, Any]]:
+        """The highest ``$clusterTime`` received from the deployment (None before any)."""
+        return self._cluster_clock.value
+
+    # --- databases and sessions -----------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Database:
+        return Database(self, name)
+
+    def get_database(
+        self,
+        name: str,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Database:
+        return Database(
+            self,
+            name,
+            read_preference=read_preference,
+            write_concern=write_concern,
+            read_concern=read_concern,
+        )
+
+    def start_session(self, *, causal_consistency: Optional[bool] = None) -> ClientSession:
+        """Start an explicit session; end it with ``end_session()`` or a ``with`` block.
+
+        No I/O happens here, and whether the deployment supports sessions is checked
+        on first use. A session is for one thread at a time; use it within a minute
+        of starting it, or its server session may have gone stale.
+        """
+        self._check_open()
+        return ClientSession(self, SessionOptions(causal_consistency=causal_consistency))
+
+    def list_databases(
+        self,
+        session: Optional[ClientSession] = None,
+        *,
+        filter: Optional[Mapping[str, Any]] = None,
+        name_only: Optional[bool] = None,
+        authorized_databases: Optional[bool] = None,
+        comment: Any = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> CommandCursor:
+        """The databases of the deployment (listDatabases; a retryable read)."""
+        self._check_open()
+        owned = session is None
+        use = ClientSession(self, implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            body: dict[str, Any] = {"listDatabases": 1}
+            if filter is not None:
+                body["filter"] = dict(filter)
+            if name_only is not None:
+                body["nameOnly"] = name_only
+            if authorized_databases is not None:
+                body["authorizedDatabases"] = authorized_databases
+            if comment is not None:
+                body["comment"] = comment
+            return Command(body)
+
+        op = Operation(
+            name="listDatabases",
+            database="admin",
+            build=build,
+            session=use,
+            retry=RetryKind.READ,
+            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            timeout_ms=timeout_ms,
+        )
+        try:
+            outcome = self._executor.run(op)
+        finally:
+            if owned:
+                use.end_session()
+        databases = [dict(d) for d in outcome.reply.get("databases", [])]
+        return CommandCursor(self, outcome.address, databases)
+
+    def list_database_names(self, session: Optional[ClientSession] = None) -> list[str]:
+        with self.list_databases(session, name_only=True) as cursor:
+            return [str(d["name"]) for d in cursor]
+
+    def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
+        """Drop a database (dropDatabase, never retried)."""
+        database = self[name]
+        command: dict[str, Any] = {"dropDatabase": 1}
+        if not self._write_concern.is_server_default:
+            command["writeConcern"] = self._write_concern.document
+        database.command(command, session=session)
+
+    def _acquire_server_session(self) -> ServerSession:
+        return self._session_pool.acquire(self._session_timeout_minutes())
+
+    def _release_server_session(self, server_session: ServerSession) -> None:
+        self._session_pool.release(server_session, self._session_timeout_minutes())
+
+    def _session_timeout_minutes(self) -> Optional[int]:
+        description = self._topology.description
+        if description.type is TopologyType.LOAD_BALANCED:
+            return None  # "If the driver is in load balancer mode, use this ServerSession."
+        return description.logical_session_timeout_minutes
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConfigurationError("this Client is closed; create a new one")
+
+    # --- the generic command method -------------------------------------------------------
+
     def command(
         self,
         database: str,
         document: Mapping[str, Any],
         read_preference: Optional[ReadPreference] = None,
+        *,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
     ) -> dict[str, Any]:
         """Run one command, as the generic command method: never retried.
 
         Server selection treats it as a read with read preference primary unless one
         is given here; the client's default read preference is ignored, as the seed
-        requires. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
+        requires. The document is sent as it is, plus the session id and cluster
+        time (the caller's document is not changed); no transaction number is ever
+        added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
         writeConcernError is returned as it is, after SDAM has looked at it.
         """
-        if self._closed:
-            raise ConfigurationError("this Client is closed; create a new one")
+        self._check_open()
         rp = read_preference if read_preference is not None else ReadPreference(Mode.PRIMARY)
-        server, sd = self._topology.select_server(rp)
-        command = dict(document)
-        _apply_read_preference(command, rp, self._topology.description.type, sd)
-        return self.run_on(server, database, command)
+        owned = session is None
+        use = ClientSession(self, implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command(dict(document))
+
+        name = next(iter(document), "command")
+        write_concern = document.get("writeConcern")
+        op = Operation(
+            name=str(name),
+            database=database,
+            build=build,
+            session=use,
+            retry=RetryKind.NONE,
+            read_preference=rp,
+            # An unacknowledged command never carries a session id.
+            acknowledged=not isinstance(write_concern, Mapping) or is_acknowledged(write_concern),
+            timeout_ms=timeout_ms,
+        )
+        try:
+            return self._executor.run(op).reply
+        finally:
+            if owned:
+                use.end_session()
 
     def run_on(self, server: Server, database: str, command: dict[str, Any]) -> dict[str, Any]:
-        """Check out a connection to ``server``, run ``command``, hand SDAM any error."""
+        """Check out a connection to ``server``, run ``command``, hand SDAM any error.
+
+        A low-level step with command events but no session, cluster time or retry.
+        """
         pool = server.pool
         generation = pool.generation
         try:
@@ -172,7 +384,7 @@ class Client:
             )
             raise
         try:
-            reply = connection.command(database, command)
+            reply = run_command(connection, database, command, self._publisher)
         except (NetworkError, OperationFailure) as exc:
             self._topology.handle_error(
                 server.address,
@@ -197,12 +409,53 @@ class Client:
             )
         return reply
 
+    def _end_sessions(self) -> None:
+        """Tell the deployment the pooled server sessions are over (best effort).
+
+        Sent to the primary if there is one, else a secondary (or any mongos), only
+        if such a server is known right now; errors are ignored, and the wait for a
+        connection and for the reply is bounded.
+        """
+        ids = self._session_pool.drain()
+        if not ids:
+            return
+        try:
+            server, sd = self._topology.select_server(
+                ReadPreference(Mode.PRIMARY_PREFERRED), timeout=0
+            )
+        except MongoCoreError:
+            return
+        try:
+            connection: Connection = server.pool.check_out(END_SESSIONS_TIMEOUT)
+        except MongoCoreError:
+            return
+        try:
+            for start in range(0, len(ids), END_SESSIONS_BATCH):
+                command: dict[str, Any] = {"endSessions": ids[start : start + END_SESSIONS_BATCH]}
+                cluster_time = self._cluster_clock.value
+                if cluster_time is not None and connection.max_wire_version >= 6:
+                    command["$clusterTime"] = cluster_time
+                _apply_read_preference(
+                    command,
+                    ReadPreference(Mode.PRIMARY_PREFERRED),
+                    self._topology.description.type,
+                    sd,
+                )
+                run_command(
+                    connection, "admin", command, self._publisher, timeout=END_SESSIONS_TIMEOUT
+                )
+        except MongoCoreError as exc:
+            _log.debug("endSessions failed (ignored): %s", exc)
+        finally:
+            server.pool.check_in(connection)
+
     def close(self) -> None:
         """Stop monitoring, close every pool, and join every thread the client started."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
+        self._end_sessions()
         if self._srv_poller is not None:
             self._srv_poller.close()
         self._topology.close()
@@ -233,28 +486,3 @@ def _uri_of(uri_or_hosts: Union[str, Sequence[str], None]) -> str:
     if not hosts or not all(isinstance(h, str) for h in hosts):
         raise ConfigurationError("hosts must be a connection string or a list of 'host:port'")
     return "mongodb://" + ",".join(hosts)
-
-
-def _apply_read_preference(
-    command: dict[str, Any],
-    read_preference: ReadPreference,
-    topology_type: TopologyType,
-    server: ServerDescription,
-) -> None:
-    """Express the read preference in an OP_MSG command.
-
-    OP_MSG has no secondaryOk bit: a mongos (or load balancer) gets the document the
-    "Passing read preference to mongos" rules call for; any other server that must
-    accept a non-primary read is told so with ``$readPreference``.
-    """
-    if "$readPreference" in command:
-        return
-    needed = read_preference_for_server(read_preference, topology_type, server.type)
-    if needed.document is not None:
-        command["$readPreference"] = needed.document
-    elif needed.secondary_ok:
-        if read_preference.mode is Mode.PRIMARY:
-            # A direct connection reads from any member (Topology type: Single).
-            command["$readPreference"] = {"mode": "primaryPreferred"}
-        else:
-            command["$readPreference"] = read_preference.document()

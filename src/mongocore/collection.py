@@ -1,0 +1,2408 @@
+"""The CRUD API: databases, collections, cursors, write models, results.
+
+Specs: CRUD (the operations, their options and result shapes, bulk write
+semantics: ordered writes stop at the first error, unordered ones run every
+statement), the find/getMore/killCursors commands (cursors, ``limit`` and
+``batchSize``, ``singleBatch``), and the enumeration commands (listDatabases,
+listCollections, listIndexes). Every operation runs through the executor of
+:mod:`mongocore.retry`, which applies the retryable reads and writes rules; which
+operations retry is decided here, per the seeds' "Supported ... Operations":
+
+- retryable writes (when retryWrites is on, with an acknowledged write concern):
+  insert_one, insert_many, update_one, replace_one, delete_one,
+  find_one_and_delete/replace/update, and bulk_write when it has no UpdateMany or
+  DeleteMany request. Each command sent (one per batch) has its own txnNumber.
+- retryable reads (when retryReads is on): find, find_one, aggregate without $out
+  or $merge, distinct, count, count_documents, estimated_document_count,
+  list_databases, list_collections, list_indexes. getMore never retries.
+- never retried: update_many, delete_many, aggregate with $out/$merge, index and
+  collection management, and ``Database.command`` (the generic command method).
+
+Objects here are cheap views: ``client["db"]["coll"]`` makes no I/O. Documents are
+returned as plain dicts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
+
+import bson
+from bson import Int64, ObjectId
+
+from mongocore.address import Address
+from mongocore.errors import (
+    BulkWriteError,
+    ConfigurationError,
+    InvalidOperation,
+    OperationFailure,
+    WriteConcernError,
+    WriteError,
+)
+from mongocore.monitoring import next_operation_id
+from mongocore.retry import (
+    AttemptContext,
+    Command,
+    CommandOutcome,
+    Operation,
+    RetryKind,
+    is_acknowledged,
+)
+from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.session import ClientSession
+from mongocore.wire.limits import COMMAND_OVERHEAD, op_msg_overhead, split_batches
+
+if TYPE_CHECKING:
+    from mongocore.client import Client
+
+__all__ = [
+    "BulkWriteResult",
+    "Collection",
+    "CommandCursor",
+    "Cursor",
+    "Database",
+    "DeleteMany",
+    "DeleteOne",
+    "DeleteResult",
+    "InsertManyResult",
+    "InsertOne",
+    "InsertOneResult",
+    "ReadConcern",
+    "ReplaceOne",
+    "ReturnDocument",
+    "UpdateMany",
+    "UpdateOne",
+    "UpdateResult",
+    "WriteConcern",
+]
+
+Document = dict[str, Any]
+Filter = Mapping[str, Any]
+SortSpec = Union[str, Sequence[tuple[str, Any]], Mapping[str, Any], None]
+Projection = Union[Mapping[str, Any], Sequence[str], None]
+Hint = Union[str, Sequence[tuple[str, Any]], Mapping[str, Any], None]
+
+#: Room kept in each write message for what the executor adds to the command body
+#: after the batch is cut (lsid, txnNumber, $clusterTime, $db, $readPreference).
+_COMMAND_FIELDS_ALLOWANCE = 1024
+#: NamespaceNotFound: listIndexes on a missing collection is an empty list.
+_NAMESPACE_NOT_FOUND = 26
+
+
+# --- read and write concern ------------------------------------------------------------
+
+
+class WriteConcern:
+    """A write concern: ``w`` (a number or a tag such as "majority"), ``wtimeout`` (ms),
+    ``j`` (journal). With nothing set it is the server's default and not sent."""
+
+    __slots__ = ("_document",)
+
+    def __init__(
+        self,
+        w: Union[int, str, None] = None,
+        wtimeout: Optional[int] = None,
+        j: Optional[bool] = None,
+    ) -> None:
+        if isinstance(w, bool) or (w is not None and not isinstance(w, (int, str))):
+            raise ConfigurationError(f"w must be a number or a string, not {w!r}")
+        if isinstance(w, int) and w < 0:
+            raise ConfigurationError(f"w must be non-negative, not {w}")
+        if w == 0 and j:
+            raise ConfigurationError("w=0 cannot be combined with j=True")
+        document: Document = {}
+        if w is not None:
+            document["w"] = w
+        if wtimeout is not None:
+            document["wtimeout"] = int(wtimeout)
+        if j is not None:
+            document["j"] = bool(j)
+        self._document = document
+
+    @classmethod
+    def from_options(
+        cls, w: Union[int, str, None], wtimeout_ms: Optional[int], journal: Optional[bool]
+    ) -> WriteConcern:
+        return cls(w, wtimeout_ms, journal)
+
+    @property
+    def document(self) -> Document:
+        """The ``writeConcern`` document to send (a copy; empty: the server's default)."""
+        return dict(self._document)
+
+    @property
+    def acknowledged(self) -> bool:
+        return is_acknowledged(self._document)
+
+    @property
+    def is_server_default(self) -> bool:
+        return not self._document
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, WriteConcern) and other._document == self._document
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._document.items())))
+
+    def __repr__(self) -> str:
+        return "WriteConcern(" + ", ".join(f"{k}={v!r}" for k, v in self._document.items()) + ")"
+
+
+class ReadConcern:
+    """A read concern level ("local", "majority", ...); None is the server's default."""
+
+    __slots__ = ("level",)
+
+    def __init__(self, level: Optional[str] = None) -> None:
+        if level is not None and not isinstance(level, str):
+            raise ConfigurationError(f"the read concern level must be a string, not {level!r}")
+        self.level = level
+
+    @property
+    def document(self) -> Document:
+        return {} if self.level is None else {"level": self.level}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReadConcern) and other.level == self.level
+
+    def __hash__(self) -> int:
+        return hash(self.level)
+
+    def __repr__(self) -> str:
+        return f"ReadConcern({self.level!r})"
+
+
+class ReturnDocument(enum.Enum):
+    """Which document find_one_and_replace/update return: before or after the change."""
+
+    BEFORE = False
+    AFTER = True
+
+
+# --- write models ----------------------------------------------------------------------
+
+
+class _WriteModel:
+    """A request of bulk_write."""
+
+    _kind: str = ""
+    _multi = False
+
+    def _statement(self) -> Document:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(self)))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if v is not None)
+        return f"{type(self).__name__}({fields})"
+
+
+class InsertOne(_WriteModel):
+    _kind = "insert"
+
+    def __init__(self, document: Mapping[str, Any]) -> None:
+        self.document = document
+
+    def _statement(self) -> Document:
+        return _with_id(self.document)
+
+
+class _Update(_WriteModel):
+    _kind = "update"
+    _replacement = False
+
+    def __init__(
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: bool = False,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        self.filter = filter
+        self.update = update
+        self.upsert = upsert
+        self.array_filters = array_filters
+        self.hint = hint
+        self.collation = collation
+
+    def _statement(self) -> Document:
+        if self._replacement:
+            _check_replacement(self.update)
+        else:
+            _check_update(self.update)
+        statement: Document = {
+            "q": dict(self.filter),
+            "u": self.update if isinstance(self.update, Mapping) else list(self.update),
+            "multi": self._multi,
+            "upsert": bool(self.upsert),
+        }
+        if self.array_filters is not None:
+            statement["arrayFilters"] = list(self.array_filters)
+        if self.hint is not None:
+            statement["hint"] = _hint(self.hint)
+        if self.collation is not None:
+            statement["collation"] = dict(self.collation)
+        return statement
+
+
+class UpdateOne(_Update):
+    """Update the first matching document (retryable)."""
+
+
+class UpdateMany(_Update):
+    """Update every matching document (never retryable: it may touch many documents)."""
+
+    _multi = True
+
+
+class ReplaceOne(_Update):
+    """Replace the first matching document (retryable)."""
+
+    _replacement = True
+
+    def __init__(
+        self,
+        filter: Filter,
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        super().__init__(filter, replacement, upsert, hint=hint, collation=collation)
+
+
+class _Delete(_WriteModel):
+    _kind = "delete"
+
+    def __init__(
+        self, filter: Filter, *, hint: Hint = None, collation: Optional[Mapping[str, Any]] = None
+    ) -> None:
+        self.filter = filter
+        self.hint = hint
+        self.collation = collation
+
+    def _statement(self) -> Document:
+        statement: Document = {"q": dict(self.filter), "limit": 0 if self._multi else 1}
+        if self.hint is not None:
+            statement["hint"] = _hint(self.hint)
+        if self.collation is not None:
+            statement["collation"] = dict(self.collation)
+        return statement
+
+
+class DeleteOne(_Delete):
+    """Delete the first matching document (retryable)."""
+
+
+class DeleteMany(_Delete):
+    """Delete every matching document (never retryable)."""
+
+    _multi = True
+
+
+WriteModel = Union[InsertOne, UpdateOne, UpdateMany, ReplaceOne, DeleteOne, DeleteMany]
+
+
+# --- results ---------------------------------------------------------------------------
+
+
+class _Result:
+    __slots__ = ("_acknowledged",)
+
+    def __init__(self, acknowledged: bool) -> None:
+        self._acknowledged = acknowledged
+
+    @property
+    def acknowledged(self) -> bool:
+        """False for a write with ``w: 0``: the counts are then unknown."""
+        return self._acknowledged
+
+    def _check(self, what: str) -> None:
+        if not self._acknowledged:
+            raise InvalidOperation(
+                f"{what} is unknown for an unacknowledged write (write concern w=0)"
+            )
+
+
+class InsertOneResult(_Result):
+    __slots__ = ("_inserted_id",)
+
+    def __init__(self, inserted_id: Any, acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._inserted_id = inserted_id
+
+    @property
+    def inserted_id(self) -> Any:
+        return self._inserted_id
+
+    def __repr__(self) -> str:
+        return f"InsertOneResult({self._inserted_id!r}, acknowledged={self._acknowledged})"
+
+
+class InsertManyResult(_Result):
+    __slots__ = ("_inserted_ids",)
+
+    def __init__(self, inserted_ids: list[Any], acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._inserted_ids = inserted_ids
+
+    @property
+    def inserted_ids(self) -> list[Any]:
+        """The ``_id`` of every document, in order."""
+        return self._inserted_ids
+
+    def __repr__(self) -> str:
+        return f"InsertManyResult({self._inserted_ids!r}, acknowledged={self._acknowledged})"
+
+
+class UpdateResult(_Result):
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._raw = dict(raw_result or {})
+
+    @property
+    def raw_result(self) -> Document:
+        return self._raw
+
+    @property
+    def matched_count(self) -> int:
+        self._check("matched_count")
+        if self.upserted_id is not None:
+            return 0
+        return int(self._raw.get("n", 0))
+
+    @property
+    def modified_count(self) -> int:
+        self._check("modified_count")
+        return int(self._raw.get("nModified", 0))
+
+    @property
+    def upserted_id(self) -> Any:
+        self._check("upserted_id")
+        upserted = self._raw.get("upserted")
+        if isinstance(upserted, list) and upserted:
+            return upserted[0].get("_id")
+        return None
+
+    @property
+    def did_upsert(self) -> bool:
+        return self.upserted_id is not None
+
+    def __repr__(self) -> str:
+        return f"UpdateResult({self._raw!r}, acknowledged={self._acknowledged})"
+
+
+class DeleteResult(_Result):
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
+        super().__init__(acknowledged)
+        self._raw = dict(raw_result or {})
+
+    @property
+    def raw_result(self) -> Document:
+        return self._raw
+
+    @property
+    def deleted_count(self) -> int:
+        self._check("deleted_count")
+        return int(self._raw.get("n", 0))
+
+    def __repr__(self) -> str:
+        return f"DeleteResult({self._raw!r}, acknowledged={self._acknowledged})"
+
+
+class BulkWriteResult(_Result):
+    """The counts of a bulk write; ``bulk_api_result`` is the raw shape (``nInserted``,
+    ``nMatched``, ``nModified``, ``nRemoved``, ``nUpserted``, ``upserted``, ...)."""
+
+    __slots__ = ("_inserted_ids", "_raw")
+
+    def __init__(
+        self,
+        bulk_api_result: Mapping[str, Any],
+        acknowledged: bool,
+        inserted_ids: Optional[Mapping[int, Any]] = None,
+    ) -> None:
+        super().__init__(acknowledged)
+        self._raw = dict(bulk_api_result)
+        self._inserted_ids = dict(inserted_ids or {})
+
+    @property
+    def bulk_api_result(self) -> Document:
+        return self._raw
+
+    @property
+    def inserted_count(self) -> int:
+        self._check("inserted_count")
+        return int(self._raw.get("nInserted", 0))
+
+    @property
+    def matched_count(self) -> int:
+        self._check("matched_count")
+        return int(self._raw.get("nMatched", 0))
+
+    @property
+    def modified_count(self) -> int:
+        self._check("modified_count")
+        return int(self._raw.get("nModified", 0))
+
+    @property
+    def deleted_count(self) -> int:
+        self._check("deleted_count")
+        return int(self._raw.get("nRemoved", 0))
+
+    @property
+    def upserted_count(self) -> int:
+        self._check("upserted_count")
+        return int(self._raw.get("nUpserted", 0))
+
+    @property
+    def upserted_ids(self) -> dict[int, Any]:
+        """Request index -> ``_id`` of each upserted document."""
+        self._check("upserted_ids")
+        return {int(u["index"]): u["_id"] for u in self._raw.get("upserted", [])}
+
+    @property
+    def inserted_ids(self) -> dict[int, Any]:
+        """Request index -> ``_id`` of each InsertOne that was sent."""
+        return dict(self._inserted_ids)
+
+    def __repr__(self) -> str:
+        return f"BulkWriteResult({self._raw!r}, acknowledged={self._acknowledged})"
+
+
+# --- argument helpers ------------------------------------------------------------------
+
+
+def _with_id(document: Mapping[str, Any]) -> Document:
+    """The document to insert, with an ``_id``. Like other drivers, a missing ``_id`` is
+    also set on the caller's document (when it is a mutable mapping), so the caller
+    learns it."""
+    if "_id" in document:
+        return dict(document)
+    new_id = ObjectId()
+    if isinstance(document, dict):
+        document["_id"] = new_id
+    return {"_id": new_id, **document}
+
+
+def _check_update(update: Any) -> None:
+    if isinstance(update, Mapping):
+        if not update or not all(str(key).startswith("$") for key in update):
+            raise ValueError("an update must be a non-empty document of $-operators or a pipeline")
+    elif isinstance(update, (list, tuple)):
+        if not update:
+            raise ValueError("an update pipeline must have at least one stage")
+    else:
+        raise TypeError(f"an update must be a document or a pipeline, not {type(update).__name__}")
+
+
+def _check_replacement(replacement: Any) -> None:
+    if not isinstance(replacement, Mapping):
+        raise TypeError(f"a replacement must be a document, not {type(replacement).__name__}")
+    if any(str(key).startswith("$") for key in replacement):
+        raise ValueError("a replacement document must not contain $-operators")
+
+
+def _sort_document(sort: SortSpec, direction: Any = None) -> Optional[Document]:
+    if sort is None:
+        return None
+    if isinstance(sort, str):
+        return {sort: 1 if direction is None else direction}
+    if isinstance(sort, Mapping):
+        return dict(sort)
+    return {key: value for key, value in sort}
+
+
+def _projection(projection: Projection) -> Optional[Document]:
+    if projection is None:
+        return None
+    if isinstance(projection, Mapping):
+        return dict(projection)
+    if isinstance(projection, str):
+        raise TypeError("projection must be a document or a list of field names")
+    return {name: 1 for name in projection}
+
+
+def _hint(hint: Hint) -> Any:
+    if isinstance(hint, (str, Mapping)):
+        return hint if isinstance(hint, str) else dict(hint)
+    return {key: value for key, value in (hint or ())}
+
+
+def _index_keys(keys: Union[str, Sequence[tuple[str, Any]], Mapping[str, Any]]) -> Document:
+    if isinstance(keys, str):
+        return {keys: 1}
+    if isinstance(keys, Mapping):
+        return dict(keys)
+    return {key: value for key, value in keys}
+
+
+def _index_name(keys: Mapping[str, Any]) -> str:
+    return "_".join(f"{key}_{value}" for key, value in keys.items())
+
+
+def _options(**options: Any) -> Document:
+    """The command options that were given (None means "not given")."""
+    return {key: value for key, value in options.items() if value is not None}
+
+
+def _raise_write_concern_error(reply: Mapping[str, Any]) -> None:
+    wce = reply.get("writeConcernError")
+    if isinstance(wce, Mapping):
+        code = wce.get("code")
+        raise WriteConcernError(
+            str(wce.get("errmsg", "write concern error")),
+            code if isinstance(code, int) else None,
+            reply,
+        )
+
+
+def _raise_single_write_errors(reply: Mapping[str, Any]) -> None:
+    """A single-statement write: its write error, else its write concern error."""
+    errors = reply.get("writeErrors")
+    if isinstance(errors, list) and errors:
+        error = errors[0]
+        code = error.get("code")
+        raise WriteError(
+            str(error.get("errmsg", "write error")),
+            code if isinstance(code, int) else None,
+            error,
+            reply.get("errorLabels") or (),
+        )
+    _raise_write_concern_error(reply)
+
+
+# --- the shared machinery --------------------------------------------------------------
+
+
+class _Target:
+    """What Database and Collection share: the client, options, running operations."""
+
+    _client: Client
+    _read_preference: ReadPreference
+    _write_concern: WriteConcern
+    _read_concern: ReadConcern
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        return self._read_preference
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        return self._read_concern
+
+    def _session(self, session: Optional[ClientSession]) -> ClientSession:
+        if session is None:
+            return ClientSession(self._client, implicit=True)
+        session._check_usable(self._client)
+        return session
+
+    def _write_session(
+        self, session: Optional[ClientSession], write_concern: WriteConcern
+    ) -> ClientSession:
+        if session is not None and not write_concern.acknowledged:
+            raise ConfigurationError(
+                "explicit sessions are incompatible with an unacknowledged write concern"
+                " (w=0): an unacknowledged write never carries a session id"
+            )
+        return self._session(session)
+
+    def _run(self, op: Operation) -> CommandOutcome:
+        return self._client._executor.run(op)
+
+    def _read(
+        self,
+        database: str,
+        name: str,
+        build: Callable[[AttemptContext], Command],
+        session: ClientSession,
+        *,
+        read_preference: Optional[ReadPreference],
+        timeout_ms: Optional[float],
+        retryable: bool = True,
+        read_concern: bool = True,
+    ) -> CommandOutcome:
+        op = Operation(
+            name=name,
+            database=database,
+            build=build,
+            session=session,
+            retry=RetryKind.READ if retryable else RetryKind.NONE,
+            read_preference=read_preference or self._read_preference,
+            read_concern=self._read_concern.document if read_concern else None,
+            timeout_ms=timeout_ms,
+        )
+        return self._run(op)
+
+
+class Database(_Target):
+    """A database of the deployment: ``client["name"]``; ``db["coll"]`` is a Collection."""
+
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> None:
+        if not isinstance(name, str) or not name or any(c in name for c in ' ./\\"$\x00'):
+            raise ValueError(f"invalid database name {name!r}")
+        self._client = client
+        self._name = name
+        self._read_preference = read_preference or client.read_preference
+        self._write_concern = write_concern or client.write_concern
+        self._read_concern = read_concern or client.read_concern
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __getitem__(self, name: str) -> Collection:
+        return Collection(self, name)
+
+    def get_collection(
+        self,
+        name: str,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Collection:
+        return Collection(
+            self,
+            name,
+            read_preference=read_preference,
+            write_concern=write_concern,
+            read_concern=read_concern,
+        )
+
+    def with_options(
+        self,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Database:
+        return Database(
+            self._client,
+            self._name,
+            read_preference=read_preference or self._read_preference,
+            write_concern=write_concern or self._write_concern,
+            read_concern=read_concern or self._read_concern,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Database)
+            and other._client is self._client
+            and other._name == self._name
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def __repr__(self) -> str:
+        return f"Database({self._name!r})"
+
+    # --- commands ------------------------------------------------------------------------
+
+    def command(
+        self,
+        command: Union[str, Mapping[str, Any]],
+        value: Any = 1,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
+    ) -> Document:
+        """Run any command as it is: the generic command method, never retried.
+
+        ``command`` is a document, or a command name (``value`` is then its value and
+        ``kwargs`` its other fields, in order). It runs with read preference primary
+        unless one is given; the database's read preference is not consulted. An
+        ``ok: 0`` reply raises OperationFailure.
+        """
+        if isinstance(command, str):
+            document: Document = {command: value, **kwargs}
+        else:
+            document = {**command, **kwargs}
+        return self._client.command(
+            self._name,
+            document,
+            read_preference,
+            session=session,
+            timeout_ms=timeout_ms,
+        )
+
+    def list_collections(
+        self,
+        session: Optional[ClientSession] = None,
+        filter: Optional[Filter] = None,
+        *,
+        name_only: bool = False,
+        batch_size: Optional[int] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        authorized_collections: Optional[bool] = None,
+    ) -> CommandCursor:
+        """The collections of this database (listCollections; a retryable read)."""
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"listCollections": 1, "cursor": _cursor_options(batch_size)}
+            if filter is not None:
+                body["filter"] = dict(filter)
+            if name_only:
+                body["nameOnly"] = True
+            body.update(_options(authorizedCollections=authorized_collections, comment=comment))
+            return Command(body)
+
+        return self._cursor_command(
+            "listCollections",
+            build,
+            session,
+            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            timeout_ms=timeout_ms,
+            batch_size=batch_size,
+            read_concern=False,
+        )
+
+    def list_collection_names(
+        self,
+        session: Optional[ClientSession] = None,
+        filter: Optional[Filter] = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        with self.list_collections(session, filter, name_only=True, **kwargs) as cursor:
+            return [str(c["name"]) for c in cursor]
+
+    def aggregate(
+        self,
+        pipeline: Sequence[Mapping[str, Any]],
+        session: Optional[ClientSession] = None,
+        *,
+        batch_size: Optional[int] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+        **options: Any,
+    ) -> CommandCursor:
+        """A database-level aggregation (``aggregate: 1``, e.g. $currentOp)."""
+        return _aggregate(
+            self,
+            self._name,
+            1,
+            pipeline,
+            session,
+            batch_size=batch_size,
+            read_preference=read_preference,
+            timeout_ms=timeout_ms,
+            options=options,
+        )
+
+    def create_collection(
+        self, name: str, session: Optional[ClientSession] = None, **options: Any
+    ) -> Collection:
+        """Create a collection (the create command, never retried)."""
+        body: Document = {"create": name, **options}
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        self.command(body, session=session)
+        return self[name]
+
+    def drop_collection(
+        self, name: str, session: Optional[ClientSession] = None, **options: Any
+    ) -> None:
+        """Drop a collection; a missing collection is not an error."""
+        body: Document = {"drop": name, **options}
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        try:
+            self.command(body, session=session)
+        except OperationFailure as exc:
+            if exc.code != _NAMESPACE_NOT_FOUND:
+                raise
+
+    # --- cursors -------------------------------------------------------------------------
+
+    def _cursor_command(
+        self,
+        name: str,
+        build: Callable[[AttemptContext], Command],
+        session: Optional[ClientSession],
+        *,
+        read_preference: Optional[ReadPreference],
+        timeout_ms: Optional[float],
+        batch_size: Optional[int],
+        retryable: bool = True,
+        read_concern: bool = True,
+        empty_on_missing: bool = False,
+        write: bool = False,
+    ) -> CommandCursor:
+        return _run_cursor_command(
+            self,
+            self._name,
+            name,
+            build,
+            session,
+            read_preference=read_preference,
+            timeout_ms=timeout_ms,
+            batch_size=batch_size,
+            retryable=retryable,
+            read_concern=read_concern,
+            empty_on_missing=empty_on_missing,
+            write=write,
+        )
+
+
+class Collection(_Target):
+    """A collection: ``client["db"]["coll"]``. Thread-safe; makes no I/O until used."""
+
+    def __init__(
+        self,
+        database: Database,
+        name: str,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> None:
+        if not isinstance(name, str) or not name or "$" in name or "\x00" in name:
+            raise ValueError(f"invalid collection name {name!r}")
+        self._database = database
+        self._client = database.client
+        self._name = name
+        self._read_preference = read_preference or database.read_preference
+        self._write_concern = write_concern or database.write_concern
+        self._read_concern = read_concern or database.read_concern
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self._database.name}.{self._name}"
+
+    @property
+    def database(self) -> Database:
+        return self._database
+
+    def with_options(
+        self,
+        *,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Collection:
+        return Collection(
+            self._database,
+            self._name,
+            read_preference=read_preference or self._read_preference,
+            write_concern=write_concern or self._write_concern,
+            read_concern=read_concern or self._read_concern,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Collection)
+            and other._database == self._database
+            and other._name == self._name
+        )
+
+    def __hash__(self) -> int:
+        return hash(self.full_name)
+
+    def __repr__(self) -> str:
+        return f"Collection({self.full_name!r})"
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def _write(
+        self,
+        name: str,
+        build: Callable[[AttemptContext], Command],
+        session: ClientSession,
+        *,
+        retryable: bool,
+        timeout_ms: Optional[float],
+        operation_id: Optional[int] = None,
+    ) -> Document:
+        op = Operation(
+            name=name,
+            database=self._database.name,
+            build=build,
+            session=session,
+            retry=RetryKind.WRITE if retryable else RetryKind.NONE,
+            acknowledged=self._write_concern.acknowledged,
+            timeout_ms=timeout_ms,
+            operation_id=operation_id,
+        )
+        return self._run(op).reply
+
+    def _write_command_fields(self, body: Document, **options: Any) -> Document:
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        body.update(_options(**options))
+        return body
+
+    def insert_one(
+        self,
+        document: Mapping[str, Any],
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> InsertOneResult:
+        """Insert one document (a retryable write). A missing ``_id`` is generated."""
+        result = self._bulk(
+            [InsertOne(document)],
+            ordered=True,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            single=True,
+        )
+        return InsertOneResult(result.inserted_ids.get(0), result.acknowledged)
+
+    def insert_many(
+        self,
+        documents: Iterable[Mapping[str, Any]],
+        ordered: bool = True,
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> InsertManyResult:
+        """Insert documents, split into as few commands as the server's limits allow
+        (a retryable write: each command has its own transaction number)."""
+        requests = [InsertOne(d) for d in documents]
+        if not requests:
+            raise TypeError("documents must be a non-empty list")
+        result = self._bulk(
+            requests,
+            ordered=ordered,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+        )
+        ids = result.inserted_ids
+        return InsertManyResult(
+            [ids[i] for i in range(len(requests)) if i in ids], result.acknowledged
+        )
+
+    def _update(
+        self,
+        model: _Update,
+        *,
+        bypass_document_validation: Optional[bool],
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        let: Optional[Mapping[str, Any]],
+    ) -> UpdateResult:
+        result = self._bulk(
+            [model],
+            ordered=True,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+            single=True,
+        )
+        raw = result.bulk_api_result
+        n = int(raw.get("nMatched", 0)) + int(raw.get("nUpserted", 0))
+        shaped: Document = {"n": n, "nModified": raw.get("nModified", 0)}
+        if raw.get("upserted"):
+            shaped["upserted"] = raw["upserted"]
+        return UpdateResult(shaped if result.acknowledged else None, result.acknowledged)
+
+    def update_one(
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: bool = False,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        """Update the first document matching ``filter`` (a retryable write)."""
+        model = UpdateOne(
+            filter, update, upsert, array_filters=array_filters, hint=hint, collation=collation
+        )
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def update_many(
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: bool = False,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        """Update every document matching ``filter`` (never retried)."""
+        model = UpdateMany(
+            filter, update, upsert, array_filters=array_filters, hint=hint, collation=collation
+        )
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def replace_one(
+        self,
+        filter: Filter,
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        """Replace the first document matching ``filter`` (a retryable write)."""
+        model = ReplaceOne(filter, replacement, upsert, hint=hint, collation=collation)
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def _delete(
+        self,
+        model: _Delete,
+        *,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        let: Optional[Mapping[str, Any]],
+    ) -> DeleteResult:
+        result = self._bulk(
+            [model],
+            ordered=True,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+            single=True,
+        )
+        raw = {"n": result.bulk_api_result.get("nRemoved", 0)} if result.acknowledged else None
+        return DeleteResult(raw, result.acknowledged)
+
+    def delete_one(
+        self,
+        filter: Filter,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        """Delete the first document matching ``filter`` (a retryable write)."""
+        return self._delete(
+            DeleteOne(filter, hint=hint, collation=collation),
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def delete_many(
+        self,
+        filter: Filter,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        """Delete every document matching ``filter`` (never retried)."""
+        return self._delete(
+            DeleteMany(filter, hint=hint, collation=collation),
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def bulk_write(
+        self,
+        requests: Sequence[WriteModel],
+        ordered: bool = True,
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> BulkWriteResult:
+        """Run a list of write requests (InsertOne, UpdateOne, UpdateMany, ReplaceOne,
+        DeleteOne, DeleteMany).
+
+        Ordered: requests run in order, consecutive ones of a kind in one command, and
+        the first write error stops the rest. Unordered: inserts, then updates, then
+        deletes, each statement attempted. Retryable only if no request is an
+        UpdateMany or DeleteMany. Write errors and write concern errors raise
+        BulkWriteError with the result so far.
+        """
+        requests = list(requests)
+        if not requests:
+            raise TypeError("requests must be a non-empty list")
+        for request in requests:
+            if not isinstance(request, _WriteModel):
+                raise TypeError(f"{request!r} is not a write request (InsertOne, UpdateOne, ...)")
+        return self._bulk(
+            requests,
+            ordered=ordered,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def _bulk(
+        self,
+        requests: Sequence[_WriteModel],
+        *,
+        ordered: bool,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        single: bool = False,
+    ) -> BulkWriteResult:
+        write_concern = self._write_concern
+        owned = session is None
+        use = self._write_session(session, write_concern)
+        try:
+            bulk = _BulkWrite(
+                self,
+                requests,
+                ordered=ordered,
+                session=use,
+                timeout_ms=timeout_ms,
+                options=_options(
+                    bypassDocumentValidation=bypass_document_validation,
+                    let=None if let is None else dict(let),
+                    comment=comment,
+                ),
+            )
+            return bulk.execute(single=single)
+        finally:
+            if owned:
+                use.end_session()
+
+    def _find_and_modify(
+        self,
+        filter: Filter,
+        *,
+        projection: Projection,
+        sort: SortSpec,
+        upsert: Optional[bool],
+        return_document: ReturnDocument,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        remove: bool = False,
+        update: Any = None,
+        **options: Any,
+    ) -> Optional[Document]:
+        if not isinstance(return_document, ReturnDocument):
+            raise TypeError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
+        write_concern = self._write_concern
+        owned = session is None
+        use = self._write_session(session, write_concern)
+        fields = _projection(projection)
+        sort_doc = _sort_document(sort)
+        hint = options.pop("hint", None)
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"findAndModify": self._name, "query": dict(filter)}
+            if sort_doc is not None:
+                body["sort"] = sort_doc
+            if remove:
+                body["remove"] = True
+            else:
+                body["update"] = update
+                body["new"] = return_document.value
+                if upsert:
+                    body["upsert"] = True
+            if fields is not None:
+                body["fields"] = fields
+            if hint is not None:
+                body["hint"] = _hint(hint)
+            return Command(self._write_command_fields(body, **options))
+
+        try:
+            reply = self._write("findAndModify", build, use, retryable=True, timeout_ms=timeout_ms)
+        finally:
+            if owned:
+                use.end_session()
+        _raise_write_concern_error(reply)
+        value = reply.get("value")
+        return dict(value) if isinstance(value, Mapping) else None
+
+    def find_one_and_delete(
+        self,
+        filter: Filter,
+        projection: Projection = None,
+        sort: SortSpec = None,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Delete the first matching document and return it (a retryable write)."""
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=None,
+            return_document=ReturnDocument.BEFORE,
+            session=session,
+            timeout_ms=timeout_ms,
+            remove=True,
+            hint=hint,
+            collation=collation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )
+
+    def find_one_and_replace(  # noqa: PLR0917 - positional like other drivers
+        self,
+        filter: Filter,
+        replacement: Mapping[str, Any],
+        projection: Projection = None,
+        sort: SortSpec = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Replace the first matching document; return it before or after (retryable)."""
+        _check_replacement(replacement)
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=upsert,
+            return_document=return_document,
+            session=session,
+            timeout_ms=timeout_ms,
+            update=dict(replacement),
+            hint=hint,
+            collation=collation,
+            bypassDocumentValidation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )
+
+    def find_one_and_update(  # noqa: PLR0917 - positional like other drivers
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        projection: Projection = None,
+        sort: SortSpec = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Update the first matching document; return it before or after (retryable)."""
+        _check_update(update)
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=upsert,
+            return_document=return_document,
+            session=session,
+            timeout_ms=timeout_ms,
+            update=dict(update) if isinstance(update, Mapping) else list(update),
+            arrayFilters=None if array_filters is None else list(array_filters),
+            hint=hint,
+            collation=collation,
+            bypassDocumentValidation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def find(
+        self,
+        filter: Optional[Filter] = None,
+        projection: Projection = None,
+        *,
+        skip: int = 0,
+        limit: int = 0,
+        sort: SortSpec = None,
+        batch_size: Optional[int] = None,
+        hint: Hint = None,
+        max_time_ms: Optional[int] = None,
+        comment: Any = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        allow_disk_use: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> Cursor:
+        """A cursor over the matching documents; nothing is sent until it is iterated.
+
+        The find command is a retryable read; its getMores are not retried.
+        """
+        return Cursor(
+            self,
+            filter,
+            projection,
+            skip=skip,
+            limit=limit,
+            sort=sort,
+            batch_size=batch_size,
+            session=session,
+            read_preference=read_preference,
+            timeout_ms=timeout_ms,
+            options=_options(
+                hint=None if hint is None else _hint(hint),
+                maxTimeMS=max_time_ms,
+                comment=comment,
+                collation=None if collation is None else dict(collation),
+                allowDiskUse=allow_disk_use,
+                let=None if let is None else dict(let),
+            ),
+        )
+
+    def find_one(
+        self, filter: Any = None, projection: Projection = None, **kwargs: Any
+    ) -> Optional[Document]:
+        """The first matching document, or None (a retryable read). A ``filter`` that is
+        not a document is taken as an ``_id``."""
+        if filter is not None and not isinstance(filter, Mapping):
+            filter = {"_id": filter}
+        kwargs["limit"] = -1
+        with self.find(filter, projection, **kwargs) as cursor:
+            for document in cursor:
+                return document
+        return None
+
+    def aggregate(
+        self,
+        pipeline: Sequence[Mapping[str, Any]],
+        session: Optional[ClientSession] = None,
+        *,
+        batch_size: Optional[int] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+        **options: Any,
+    ) -> CommandCursor:
+        """Run an aggregation pipeline. Retryable unless it ends with $out or $merge
+        (then it writes, on the primary, and is never retried).
+
+        ``options`` are command fields, in the command's spelling or snake_case
+        (``allow_disk_use=True``, ``maxTimeMS=100``, ``let={...}``, ``hint=...``).
+        """
+        return _aggregate(
+            self._database,
+            self._database.name,
+            self._name,
+            pipeline,
+            session,
+            batch_size=batch_size,
+            read_preference=read_preference,
+            timeout_ms=timeout_ms,
+            options=options,
+            collection=self,
+        )
+
+    def distinct(
+        self,
+        key: str,
+        filter: Optional[Filter] = None,
+        *,
+        session: Optional[ClientSession] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+        hint: Hint = None,
+    ) -> list[Any]:
+        """The distinct values of ``key`` among matching documents (a retryable read)."""
+        if not isinstance(key, str):
+            raise TypeError("key must be a string")
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"distinct": self._name, "key": key}
+            if filter is not None:
+                body["query"] = dict(filter)
+            body.update(
+                _options(
+                    collation=None if collation is None else dict(collation),
+                    comment=comment,
+                    maxTimeMS=max_time_ms,
+                    hint=None if hint is None else _hint(hint),
+                )
+            )
+            return Command(body)
+
+        reply = self._simple_read("distinct", build, session, read_preference, timeout_ms)
+        return list(reply.get("values", []))
+
+    def count_documents(
+        self,
+        filter: Filter,
+        *,
+        skip: Optional[int] = None,
+        limit: Optional[int] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        max_time_ms: Optional[int] = None,
+        comment: Any = None,
+        session: Optional[ClientSession] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> int:
+        """The exact number of matching documents (an aggregation; a retryable read)."""
+        pipeline: list[Document] = [{"$match": dict(filter)}]
+        if skip:
+            pipeline.append({"$skip": int(skip)})
+        if limit:
+            pipeline.append({"$limit": int(limit)})
+        pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
+        options = _options(
+            hint=None if hint is None else _hint(hint),
+            collation=None if collation is None else dict(collation),
+            maxTimeMS=max_time_ms,
+            comment=comment,
+        )
+        with self.aggregate(
+            pipeline,
+            session,
+            read_preference=read_preference,
+            timeout_ms=timeout_ms,
+            **options,
+        ) as cursor:
+            for document in cursor:
+                return int(document["n"])
+        return 0
+
+    def estimated_document_count(
+        self,
+        *,
+        max_time_ms: Optional[int] = None,
+        comment: Any = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> int:
+        """The collection's document count from its metadata (count; a retryable read).
+
+        Takes no session, as the sessions spec asks.
+        """
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command(
+                {"count": self._name, **_options(maxTimeMS=max_time_ms, comment=comment)}
+            )
+
+        try:
+            reply = self._simple_read("count", build, None, read_preference, timeout_ms)
+        except OperationFailure as exc:
+            if exc.code == _NAMESPACE_NOT_FOUND:
+                return 0
+            raise
+        return int(reply.get("n", 0))
+
+    def count(
+        self,
+        filter: Optional[Filter] = None,
+        *,
+        skip: Optional[int] = None,
+        limit: Optional[int] = None,
+        hint: Hint = None,
+        max_time_ms: Optional[int] = None,
+        session: Optional[ClientSession] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> int:
+        """The count command as it is (a retryable read). Prefer count_documents, which
+        is exact on sharded clusters, or estimated_document_count."""
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"count": self._name}
+            if filter is not None:
+                body["query"] = dict(filter)
+            body.update(
+                _options(
+                    skip=skip,
+                    limit=limit,
+                    hint=None if hint is None else _hint(hint),
+                    maxTimeMS=max_time_ms,
+                )
+            )
+            return Command(body)
+
+        reply = self._simple_read("count", build, session, read_preference, timeout_ms)
+        return int(reply.get("n", 0))
+
+    def list_indexes(
+        self,
+        session: Optional[ClientSession] = None,
+        *,
+        batch_size: Optional[int] = None,
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> CommandCursor:
+        """The collection's indexes (listIndexes; a retryable read). A collection that
+        does not exist has none."""
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"listIndexes": self._name, "cursor": _cursor_options(batch_size)}
+            body.update(_options(comment=comment))
+            return Command(body)
+
+        return self._database._cursor_command(
+            "listIndexes",
+            build,
+            session,
+            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            timeout_ms=timeout_ms,
+            batch_size=batch_size,
+            read_concern=False,
+            empty_on_missing=True,
+        )
+
+    def list_index_names(self, session: Optional[ClientSession] = None, **kwargs: Any) -> list[str]:
+        with self.list_indexes(session, **kwargs) as cursor:
+            return [str(index["name"]) for index in cursor]
+
+    def index_information(self, session: Optional[ClientSession] = None) -> dict[str, Document]:
+        """Index name -> its description (``key`` as a list of (field, direction))."""
+        info: dict[str, Document] = {}
+        with self.list_indexes(session) as cursor:
+            for index in cursor:
+                entry = dict(index)
+                name = str(entry.pop("name"))
+                entry["key"] = list(dict(entry["key"]).items())
+                info[name] = entry
+        return info
+
+    def create_index(
+        self,
+        keys: Union[str, Sequence[tuple[str, Any]], Mapping[str, Any]],
+        *,
+        name: Optional[str] = None,
+        session: Optional[ClientSession] = None,
+        **options: Any,
+    ) -> str:
+        """Create an index (createIndexes, never retried); returns its name."""
+        key_doc = _index_keys(keys)
+        index_name = name or _index_name(key_doc)
+        index: Document = {"key": key_doc, "name": index_name, **options}
+        body: Document = {"createIndexes": self._name, "indexes": [index]}
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        self._database.command(body, session=session)
+        return index_name
+
+    def drop_index(
+        self,
+        index: Union[str, Sequence[tuple[str, Any]]],
+        *,
+        session: Optional[ClientSession] = None,
+    ) -> None:
+        name = index if isinstance(index, str) else _index_name(_index_keys(index))
+        body: Document = {"dropIndexes": self._name, "index": name}
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        self._database.command(body, session=session)
+
+    def drop(self, session: Optional[ClientSession] = None) -> None:
+        """Drop the collection; a missing collection is not an error."""
+        self._database.drop_collection(self._name, session=session)
+
+    def _simple_read(
+        self,
+        name: str,
+        build: Callable[[AttemptContext], Command],
+        session: Optional[ClientSession],
+        read_preference: Optional[ReadPreference],
+        timeout_ms: Optional[float],
+    ) -> Document:
+        owned = session is None
+        use = self._session(session)
+        try:
+            return self._read(
+                self._database.name,
+                name,
+                build,
+                use,
+                read_preference=read_preference,
+                timeout_ms=timeout_ms,
+            ).reply
+        finally:
+            if owned:
+                use.end_session()
+
+
+# --- bulk writes -----------------------------------------------------------------------
+
+
+class _Batch(NamedTuple):
+    kind: str
+    #: (request index, statement) in send order.
+    statements: list[tuple[int, Document]]
+
+
+_SEQUENCE_OF = {"insert": "documents", "update": "updates", "delete": "deletes"}
+
+
+class _BulkWrite:
+    """insert_many and bulk_write (and the single-statement writes): group requests
+    into commands, cut each group into batches that fit the server's limits, run one
+    command per batch, merge the replies."""
+
+    def __init__(
+        self,
+        collection: Collection,
+        requests: Sequence[_WriteModel],
+        *,
+        ordered: bool,
+        session: ClientSession,
+        timeout_ms: Optional[float],
+        options: Mapping[str, Any],
+    ) -> None:
+        self.collection = collection
+        self.requests = requests
+        self.ordered = ordered
+        self.session = session
+        self.timeout_ms = timeout_ms
+        self.options = dict(options)
+        # "bulkWrite() ... may not include UpdateMany or DeleteMany": the whole
+        # operation is then unsupported, every command of it without a transaction id.
+        self.retryable = not any(r._multi for r in requests)
+        self.operation_id = next_operation_id()
+        self.inserted_ids: dict[int, Any] = {}
+        self.last_reply: Optional[Mapping[str, Any]] = None
+        self.result: Document = {
+            "writeErrors": [],
+            "writeConcernErrors": [],
+            "nInserted": 0,
+            "nUpserted": 0,
+            "nMatched": 0,
+            "nModified": 0,
+            "nRemoved": 0,
+            "upserted": [],
+        }
+
+    def _groups(self) -> list[_Batch]:
+        groups: list[_Batch] = []
+        if self.ordered:
+            for index, request in enumerate(self.requests):
+                statement = request._statement()
+                if groups and groups[-1].kind == request._kind:
+                    groups[-1].statements.append((index, statement))
+                else:
+                    groups.append(_Batch(request._kind, [(index, statement)]))
+        else:
+            by_kind: dict[str, _Batch] = {}
+            for index, request in enumerate(self.requests):
+                group = by_kind.setdefault(request._kind, _Batch(request._kind, []))
+                group.statements.append((index, request._statement()))
+            groups = [by_kind[k] for k in ("insert", "update", "delete") if k in by_kind]
+        for group in groups:
+            if group.kind == "insert":
+                for index, statement in group.statements:
+                    self.inserted_ids[index] = statement["_id"]
+        return groups
+
+    def execute(self, *, single: bool = False) -> BulkWriteResult:
+        collection = self.collection
+        acknowledged = collection.write_concern.acknowledged
+        for group in self._groups():
+            self._run_group(group)
+            if self.ordered and self.result["writeErrors"]:
+                break
+        if not acknowledged:
+            return BulkWriteResult({}, False, self.inserted_ids)
+        result = self.result
+        if single:
+            # One statement, one command: its own errors, as the server gave them.
+            if self.last_reply is not None:
+                _raise_single_write_errors(self.last_reply)
+        elif result["writeErrors"] or result["writeConcernErrors"]:
+            raise BulkWriteError(result)
+        clean = {k: v for k, v in result.items() if k not in ("writeErrors", "writeConcernErrors")}
+        return BulkWriteResult(clean, True, self.inserted_ids)
+
+    def _run_group(self, group: _Batch) -> None:
+        collection = self.collection
+        identifier = _SEQUENCE_OF[group.kind]
+        encoded = [bson.encode(statement) for _, statement in group.statements]
+        batches: list[range] = []
+        position = 0
+        while True:
+
+            def build(ctx: AttemptContext, position: int = position) -> Command:
+                if not batches:
+                    # Cut every batch now, with this connection's limits; a batch keeps
+                    # its statements (and transaction number) on a retry.
+                    body_size = len(bson.encode(self._body(group.kind)))
+                    overhead = op_msg_overhead(body_size + _COMMAND_FIELDS_ALLOWANCE, identifier)
+                    max_document = None
+                    if group.kind != "insert":
+                        max_document = ctx.connection.limits.max_bson_object_size + COMMAND_OVERHEAD
+                    batches.extend(
+                        split_batches(encoded, overhead, ctx.connection.limits, max_document)
+                    )
+                indexes = batches[position]
+                return Command(
+                    self._body(group.kind),
+                    {identifier: [encoded[i] for i in indexes]},
+                    {identifier: [group.statements[i][1] for i in indexes]},
+                )
+
+            reply = collection._write(
+                group.kind,
+                build,
+                self.session,
+                retryable=self.retryable,
+                timeout_ms=self.timeout_ms,
+                operation_id=self.operation_id,
+            )
+            self._merge(group, batches[position], reply)
+            position += 1
+            if position >= len(batches):
+                return
+            if self.ordered and self.result["writeErrors"]:
+                return
+
+    def _body(self, kind: str) -> Document:
+        body: Document = {kind: self.collection.name, "ordered": self.ordered}
+        return self.collection._write_command_fields(body, **self.options)
+
+    def _merge(self, group: _Batch, indexes: range, reply: Mapping[str, Any]) -> None:
+        self.last_reply = reply
+        result = self.result
+        n = int(reply.get("n", 0))
+        if group.kind == "insert":
+            result["nInserted"] += n
+        elif group.kind == "delete":
+            result["nRemoved"] += n
+        else:
+            upserted = reply.get("upserted") or []
+            for upsert in upserted:
+                position = group.statements[indexes[int(upsert["index"])]][0]
+                result["upserted"].append({"index": position, "_id": upsert["_id"]})
+            result["nUpserted"] += len(upserted)
+            result["nMatched"] += n - len(upserted)
+            result["nModified"] += int(reply.get("nModified", 0))
+        for error in reply.get("writeErrors") or []:
+            entry = dict(error)
+            original = group.statements[indexes[int(error.get("index", 0))]]
+            entry["index"] = original[0]
+            entry["op"] = original[1]
+            result["writeErrors"].append(entry)
+        wce = reply.get("writeConcernError")
+        if isinstance(wce, Mapping):
+            entry = dict(wce)
+            if reply.get("errorLabels"):
+                entry["errorLabels"] = list(reply["errorLabels"])
+            result["writeConcernErrors"].append(entry)
+
+
+# --- cursors ---------------------------------------------------------------------------
+
+
+def _cursor_options(batch_size: Optional[int]) -> Document:
+    return {} if batch_size is None else {"batchSize": int(batch_size)}
+
+
+def _aggregate(
+    target: Database,
+    database: str,
+    aggregate: Union[str, int],
+    pipeline: Sequence[Mapping[str, Any]],
+    session: Optional[ClientSession],
+    *,
+    batch_size: Optional[int],
+    read_preference: Optional[ReadPreference],
+    timeout_ms: Optional[float],
+    options: Mapping[str, Any],
+    collection: Optional[Collection] = None,
+) -> CommandCursor:
+    stages = [dict(stage) for stage in pipeline]
+    writes = bool(stages) and any(key in stages[-1] for key in ("$out", "$merge"))
+    fields: Document = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        fields[_camel(key)] = value
+    scope: _Target = collection if collection is not None else target
+    write_concern = scope.write_concern
+
+    def build(ctx: AttemptContext) -> Command:
+        body: Document = {"aggregate": aggregate, "pipeline": stages}
+        # With $out or $merge the results are written, so no batch is asked for.
+        body["cursor"] = {} if writes else _cursor_options(batch_size)
+        body.update(fields)
+        if writes and not write_concern.is_server_default:
+            body["writeConcern"] = write_concern.document
+        return Command(body)
+
+    return _run_cursor_command(
+        scope,
+        database,
+        "aggregate",
+        build,
+        session,
+        read_preference=None if writes else read_preference,
+        timeout_ms=timeout_ms,
+        batch_size=batch_size,
+        retryable=not writes,
+        read_concern=True,
+        write=writes,
+    )
+
+
+def _camel(name: str) -> str:
+    if "_" not in name:
+        return name
+    first, *rest = name.split("_")
+    text = first + "".join(part[:1].upper() + part[1:] for part in rest)
+    return text.replace("Ms", "MS") if text.endswith("TimeMs") else text
+
+
+def _run_cursor_command(
+    target: _Target,
+    database: str,
+    name: str,
+    build: Callable[[AttemptContext], Command],
+    session: Optional[ClientSession],
+    *,
+    read_preference: Optional[ReadPreference],
+    timeout_ms: Optional[float],
+    batch_size: Optional[int],
+    retryable: bool,
+    read_concern: bool,
+    empty_on_missing: bool = False,
+    write: bool = False,
+) -> CommandCursor:
+    owned = session is None
+    use = target._session(session)
+    try:
+        if write:
+            op = Operation(
+                name=name,
+                database=database,
+                build=build,
+                session=use,
+                retry=RetryKind.NONE,
+                read_concern=target.read_concern.document if read_concern else None,
+                timeout_ms=timeout_ms,
+            )
+            outcome = target._run(op)
+        else:
+            outcome = target._read(
+                database,
+                name,
+                build,
+                use,
+                read_preference=read_preference,
+                timeout_ms=timeout_ms,
+                retryable=retryable,
+                read_concern=read_concern,
+            )
+    except OperationFailure as exc:
+        if owned:
+            use.end_session()
+        if empty_on_missing and exc.code == _NAMESPACE_NOT_FOUND:
+            return CommandCursor(target._client, None, [], batch_size=batch_size)
+        raise
+    except BaseException:
+        if owned:
+            use.end_session()
+        raise
+    return CommandCursor.from_reply(
+        target._client, outcome, use if owned else None, use, batch_size
+    )
+
+
+class _CursorBase:
+    """A server cursor being read: the current batch, getMore, killCursors.
+
+    An implicit session is held while the server cursor is open and returned to the
+    pool as soon as it is exhausted or closed.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._buffer: list[Document] = []
+        self._position = 0
+        self._id = 0
+        self._address: Optional[Address] = None
+        self._namespace: tuple[str, str] = ("", "")
+        self._session: Optional[ClientSession] = None
+        self._owned_session: Optional[ClientSession] = None
+        self._batch_size: Optional[int] = None
+        self._limit = 0
+        self._retrieved = 0
+        self._killed = False
+        self._started = False
+        self._timeout_ms: Optional[float] = None
+        self._operation_id: Optional[int] = None
+
+    # --- public -------------------------------------------------------------------------
+
+    @property
+    def cursor_id(self) -> int:
+        return self._id
+
+    @property
+    def address(self) -> Optional[Address]:
+        """The server the cursor lives on (None before it started)."""
+        return self._address
+
+    @property
+    def alive(self) -> bool:
+        """True while there may be more documents (buffered, or on the server)."""
+        if not self._started:
+            return True
+        return self._position < len(self._buffer) or (self._id != 0 and not self._killed)
+
+    @property
+    def retrieved(self) -> int:
+        return self._retrieved
+
+    @property
+    def session(self) -> Optional[ClientSession]:
+        """The explicit session of the cursor, if it was given one."""
+        return None if self._session is self._owned_session else self._session
+
+    def __iter__(self) -> Iterator[Document]:
+        return self
+
+    def __next__(self) -> Document:
+        document = self._next()
+        if document is None:
+            raise StopIteration
+        return document
+
+    def next(self) -> Document:
+        return self.__next__()
+
+    def try_next(self) -> Optional[Document]:
+        """The next document, or None when the cursor is exhausted."""
+        return self._next()
+
+    def to_list(self, length: Optional[int] = None) -> list[Document]:
+        out: list[Document] = []
+        while length is None or len(out) < length:
+            document = self._next()
+            if document is None:
+                break
+            out.append(document)
+        return out
+
+    def close(self) -> None:
+        """Kill the server cursor if it is still open (best effort), release its session."""
+        if self._id and not self._killed and self._address is not None:
+            self._kill()
+        self._killed = True
+        self._buffer = []
+        self._position = 0
+        self._release()
+
+    def __enter__(self) -> _CursorBase:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # The session goes back to the pool; the server cursor (if any) times out on its
+        # own: no I/O from a finalizer.
+        with contextlib.suppress(Exception):  # a finalizer must never raise
+            self._release()
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._started = True
+
+    def _adopt(self, outcome: CommandOutcome, first_batch_key: str = "firstBatch") -> None:
+        reply = outcome.reply
+        cursor = reply.get("cursor")
+        if not isinstance(cursor, Mapping):
+            raise OperationFailure("the reply has no cursor document", None, reply)
+        self._address = outcome.address
+        self._operation_id = outcome.operation_id
+        self._id = int(cursor.get("id", 0))
+        namespace = str(cursor.get("ns", ""))
+        db, _, coll = namespace.partition(".")
+        self._namespace = (db, coll)
+        self._set_batch(list(cursor.get(first_batch_key) or []))
+        if self._id == 0:
+            self._release()
+
+    def _set_batch(self, documents: list[Document]) -> None:
+        if self._limit:
+            documents = documents[: max(0, self._limit - self._retrieved)]
+        self._buffer = documents
+        self._position = 0
+        self._retrieved += len(documents)
+
+    def _next(self) -> Optional[Document]:
+        if not self._started:
+            self._start()
+        while True:
+            if self._position < len(self._buffer):
+                document = self._buffer[self._position]
+                self._position += 1
+                return document
+            if self._id == 0 or self._killed:
+                return None
+            if self._limit and self._retrieved >= self._limit:
+                self.close()
+                return None
+            self._get_more()
+
+    def _get_more(self) -> None:
+        session = self._session
+        assert session is not None and self._address is not None
+        db, coll = self._namespace
+        batch_size = self._batch_size
+        if self._limit:
+            remaining = self._limit - self._retrieved
+            batch_size = remaining if not batch_size else min(batch_size, remaining)
+        cursor_id = self._id
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"getMore": Int64(cursor_id), "collection": coll}
+            if batch_size:
+                body["batchSize"] = int(batch_size)
+            return Command(body)
+
+        op = Operation(
+            name="getMore",
+            database=db,
+            build=build,
+            session=session,
+            retry=RetryKind.NONE,
+            address=self._address,
+            timeout_ms=self._timeout_ms,
+            operation_id=self._operation_id,
+        )
+        try:
+            outcome = self._client._executor.run(op)
+        except BaseException:
+            # The cursor is unusable after a failed getMore (never retried).
+            self._killed = True
+            self._release()
+            raise
+        cursor = outcome.reply.get("cursor") or {}
+        self._id = int(cursor.get("id", 0))
+        self._set_batch(list(cursor.get("nextBatch") or []))
+        if self._id == 0:
+            self._release()
+
+    def _kill(self) -> None:
+        session = self._session
+        db, coll = self._namespace
+        cursor_id = self._id
+        if session is None or session.has_ended:
+            return
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command({"killCursors": coll, "cursors": [Int64(cursor_id)]})
+
+        op = Operation(
+            name="killCursors",
+            database=db,
+            build=build,
+            session=session,
+            retry=RetryKind.NONE,
+            address=self._address,
+            operation_id=self._operation_id,
+        )
+        # Best effort: the server times idle cursors out anyway.
+        with contextlib.suppress(Exception):
+            self._client._executor.run(op)
+        self._id = 0
+
+    def _release(self) -> None:
+        owned, self._owned_session = self._owned_session, None
+        if owned is not None:
+            owned.end_session()
+
+
+class CommandCursor(_CursorBase):
+    """The cursor of a command that returns one (aggregate, listCollections, listIndexes,
+    and listDatabases, whose results all come at once)."""
+
+    def __init__(
+        self,
+        client: Client,
+        address: Optional[Address],
+        first_batch: list[Document],
+        *,
+        session: Optional[ClientSession] = None,
+        owned_session: Optional[ClientSession] = None,
+        batch_size: Optional[int] = None,
+    ) -> None:
+        super().__init__(client)
+        self._started = True
+        self._address = address
+        self._session = session
+        self._owned_session = owned_session
+        self._batch_size = batch_size
+        self._set_batch(first_batch)
+
+    @classmethod
+    def from_reply(
+        cls,
+        client: Client,
+        outcome: CommandOutcome,
+        owned_session: Optional[ClientSession],
+        session: ClientSession,
+        batch_size: Optional[int],
+    ) -> CommandCursor:
+        cursor = cls(
+            client,
+            outcome.address,
+            [],
+            session=session,
+            owned_session=owned_session,
+            batch_size=batch_size,
+        )
+        cursor._retrieved = 0
+        cursor._adopt(outcome)
+        return cursor
+
+    def __enter__(self) -> CommandCursor:
+        return self
+
+
+class Cursor(_CursorBase):
+    """The cursor of a find. Configure it (``sort``, ``limit``, ``skip``, ``batch_size``)
+    before iterating; the find command is sent on the first ``next()``.
+
+    A positive ``limit`` bounds the documents returned; a negative one also asks for
+    a single batch (the server closes the cursor after it). Close cursors you do not
+    exhaust (``close()`` or a ``with`` block): the server cursor is then killed.
+    """
+
+    def __init__(
+        self,
+        collection: Collection,
+        filter: Optional[Filter],
+        projection: Projection,
+        *,
+        skip: int,
+        limit: int,
+        sort: SortSpec,
+        batch_size: Optional[int],
+        session: Optional[ClientSession],
+        read_preference: Optional[ReadPreference],
+        timeout_ms: Optional[float],
+        options: Mapping[str, Any],
+    ) -> None:
+        super().__init__(collection.client)
+        if session is not None:
+            session._check_usable(collection.client)
+        self._collection = collection
+        self._filter = dict(filter) if filter is not None else {}
+        self._projection = _projection(projection)
+        self._skip = 0
+        self._single_batch = False
+        self._sort: Optional[Document] = None
+        self._given_session = session
+        self._read_preference = read_preference
+        self._timeout_ms = timeout_ms
+        self._options = dict(options)
+        self.skip(skip)
+        self.limit(limit)
+        if sort is not None:
+            self.sort(sort)
+        if batch_size is not None:
+            self.batch_size(batch_size)
+
+    @property
+    def collection(self) -> Collection:
+        return self._collection
+
+    def _check_not_started(self) -> None:
+        if self._started:
+            raise InvalidOperation("cannot change a cursor after it has started")
+
+    def limit(self, limit: int) -> Cursor:
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            raise TypeError("limit must be an int")
+        self._check_not_started()
+        self._single_batch = limit < 0
+        self._limit = abs(limit)
+        return self
+
+    def skip(self, skip: int) -> Cursor:
+        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
+            raise ValueError("skip must be a non-negative int")
+        self._check_not_started()
+        self._skip = skip
+        return self
+
+    def batch_size(self, batch_size: int) -> Cursor:
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
+            raise ValueError("batch_size must be a non-negative int")
+        self._check_not_started()
+        self._batch_size = batch_size or None
+        return self
+
+    def sort(self, key_or_list: SortSpec, direction: Any = None) -> Cursor:
+        self._check_not_started()
+        self._sort = _sort_document(key_or_list, direction)
+        return self
+
+    def __enter__(self) -> Cursor:
+        return self
+
+    def _start(self) -> None:
+        self._started = True
+        collection = self._collection
+        owned = self._given_session is None
+        session = collection._session(self._given_session)
+        self._session = session
+        self._owned_session = session if owned else None
+        limit = self._limit
+        batch_size = self._batch_size
+        if self._single_batch:
+            batch_size = None  # one batch of up to ``limit`` documents
+        elif limit and batch_size:
+            batch_size = min(batch_size, limit)
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"find": collection.name, "filter": self._filter}
+            if self._sort is not None:
+                body["sort"] = self._sort
+            if self._projection is not None:
+                body["projection"] = self._projection
+            if self._skip:
+                body["skip"] = self._skip
+            if limit:
+                body["limit"] = limit
+            if batch_size:
+                body["batchSize"] = batch_size
+            if self._single_batch:
+                body["singleBatch"] = True
+            body.update(self._options)
+            return Command(body)
+
+        try:
+            outcome = collection._read(
+                collection.database.name,
+                "find",
+                build,
+                session,
+                read_preference=self._read_preference,
+                timeout_ms=self._timeout_ms,
+            )
+        except BaseException:
+            self._killed = True
+            self._release()
+            raise
+        self._adopt(outcome)
+        if self._single_batch and self._id:
+            self.close()

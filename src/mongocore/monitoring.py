@@ -1,0 +1,197 @@
+"""Command monitoring: one command on one connection, with its started, succeeded or
+failed event.
+
+Spec: Command Logging and Monitoring ("Guarantees": every started event has exactly
+one succeeded or failed event with the same requestId; "Succeeded or Failed": a
+reply with ``ok: 1`` succeeded, write errors included; "Implementation Notes":
+document sequences appear in the started event's command as arrays named by their
+identifier; "Security": sensitive commands are redacted). Every attempt of an
+operation is one command here, with its own requestId; the attempts of one
+operation, and the batches of one bulk write, share an operationId.
+
+The same records go to the ``mongocore.command`` logger at DEBUG level.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from mongocore.errors import OperationFailure, command_error_from_reply
+from mongocore.events import (
+    CommandFailedEvent,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+    EventPublisher,
+)
+from mongocore.io.connection import Connection
+from mongocore.wire import next_request_id
+
+if TYPE_CHECKING:
+    from types import EllipsisType
+
+__all__ = [
+    "SENSITIVE_COMMANDS",
+    "is_sensitive",
+    "next_operation_id",
+    "redacted_failure",
+    "run_command",
+]
+
+_log = logging.getLogger("mongocore.command")
+
+#: Commands whose documents and replies never appear in events ("Security").
+SENSITIVE_COMMANDS = frozenset(
+    {
+        "authenticate",
+        "saslstart",
+        "saslcontinue",
+        "getnonce",
+        "createuser",
+        "updateuser",
+        "copydbgetnonce",
+        "copydbsaslstart",
+        "copydb",
+    }
+)
+_HELLO_NAMES = frozenset({"hello", "ismaster"})
+
+_operation_ids = itertools.count(1)
+_operation_ids_lock = threading.Lock()
+
+
+def next_operation_id() -> int:
+    """A new operationId: it links the attempts and batches of one operation."""
+    with _operation_ids_lock:
+        return next(_operation_ids)
+
+
+def is_sensitive(command_name: str, command: Mapping[str, Any]) -> bool:
+    """Is this command redacted in events? (hello and legacy hello only when they carry
+    ``speculativeAuthenticate``; names compare case-insensitively, as legacy hello has
+    two spellings.)"""
+    name = command_name.lower()
+    if name in SENSITIVE_COMMANDS:
+        return True
+    return name in _HELLO_NAMES and "speculativeAuthenticate" in command
+
+
+def redacted_failure(error: BaseException) -> BaseException:
+    """The failure reported for a sensitive command: a server error keeps only its
+    code, codeName and errorLabels; any other error is reported as it is."""
+    if not isinstance(error, OperationFailure):
+        return error
+    details: dict[str, Any] = {}
+    if error.code is not None:
+        details["code"] = error.code
+    code_name = error.details.get("codeName")
+    if code_name is not None:
+        details["codeName"] = code_name
+    if error.error_labels:
+        details["errorLabels"] = sorted(error.error_labels)
+    return OperationFailure("(redacted)", error.code, details, error.error_labels)
+
+
+def _event_command(
+    command: Mapping[str, Any], sequences: Optional[Mapping[str, Sequence[Any]]]
+) -> dict[str, Any]:
+    document = dict(command)
+    for identifier, documents in (sequences or {}).items():
+        document[identifier] = list(documents)
+    return document
+
+
+def run_command(
+    connection: Connection,
+    database: str,
+    command: dict[str, Any],
+    publisher: EventPublisher,
+    *,
+    operation_id: Optional[int] = None,
+    sequences: Optional[Mapping[str, Sequence[Any]]] = None,
+    event_sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
+    timeout: Union[float, EllipsisType, None] = ...,
+) -> dict[str, Any]:
+    """Run ``command`` on ``connection`` and publish its command events.
+
+    ``sequences`` go on the wire as OP_MSG document sequences (documents or their
+    BSON bytes); ``event_sequences``, if given, are the same documents decoded, for
+    the started event (otherwise ``sequences`` are shown as they are). A reply
+    without ``ok: 1`` raises OperationFailure (after a failed event); a reply with
+    ``ok: 1`` is returned as it is, write errors and write concern errors included.
+    """
+    name = next(iter(command))
+    listeners = publisher.command_listeners
+    request_id = next_request_id()
+    if operation_id is None:
+        operation_id = request_id
+    address = connection.address
+    common: dict[str, Any] = {}
+    if listeners or _log.isEnabledFor(logging.DEBUG):
+        common = {
+            "database_name": database,
+            "command_name": name,
+            "request_id": request_id,
+            "operation_id": operation_id,
+            "address": address,
+            "connection_id": connection.id,
+            "server_connection_id": connection.server_connection_id,
+            "service_id": connection.service_id,
+        }
+    sensitive = bool(common) and is_sensitive(name, command)
+    if common:
+        shown: Mapping[str, Any] = (
+            {}
+            if sensitive
+            else _event_command(
+                {**command, "$db": database}, event_sequences if event_sequences else sequences
+            )
+        )
+        event = CommandStartedEvent(command=shown, **common)
+        _log.debug("command started: %s %s.%s (request %d)", name, address, database, request_id)
+        if listeners:
+            publisher.publish(listeners, "started", event)
+    started = time.perf_counter()
+    try:
+        reply = connection.command(
+            database, command, sequences=sequences, timeout=timeout, check=False
+        )
+        if reply.get("ok") != 1:
+            raise command_error_from_reply(reply)
+    except BaseException as exc:
+        if common:
+            duration = time.perf_counter() - started
+            failure = redacted_failure(exc) if sensitive else exc
+            _log.debug(
+                "command failed: %s on %s (request %d) in %.6fs: %s",
+                name,
+                address,
+                request_id,
+                duration,
+                failure,
+            )
+            if listeners:
+                publisher.publish(
+                    listeners,
+                    "failed",
+                    CommandFailedEvent(duration=duration, failure=failure, **common),
+                )
+        raise
+    if common:
+        duration = time.perf_counter() - started
+        _log.debug(
+            "command succeeded: %s on %s (request %d) in %.6fs", name, address, request_id, duration
+        )
+        if listeners:
+            publisher.publish(
+                listeners,
+                "succeeded",
+                CommandSucceededEvent(
+                    duration=duration, reply={} if sensitive else reply, **common
+                ),
+            )
+    return reply

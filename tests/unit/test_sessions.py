@@ -1,0 +1,186 @@
+"""Server sessions and their pool, cluster time, and command-event redaction (pure parts).
+
+Specs: Driver Sessions ("Server Session Pool" and its two algorithms, "Generating a
+session ID locally", "Gossipping the cluster time"); Command Logging and Monitoring
+("Security").
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from bson import Binary, Int64, Timestamp
+
+from mongocore.errors import NetworkError, OperationFailure
+from mongocore.monitoring import is_sensitive, next_operation_id, redacted_failure
+from mongocore.session import (
+    ClusterClock,
+    ServerSession,
+    ServerSessionPool,
+    cluster_time_greater,
+    newer_cluster_time,
+)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_session_id_is_a_version_4_uuid_in_binary_subtype_4() -> None:
+    session = ServerSession()
+    value = session.session_id["id"]
+    assert isinstance(value, Binary) and value.subtype == 4
+    assert uuid.UUID(bytes=bytes(value)).version == 4
+    assert set(session.session_id) == {"id"}
+
+
+def test_transaction_numbers_increase_and_are_int64() -> None:
+    session = ServerSession()
+    first, second = session.next_txn_number(), session.next_txn_number()
+    assert isinstance(first, Int64) and (first, second) == (1, 2)
+
+
+def test_the_pool_reuses_the_most_recently_released_session_with_its_txn_number() -> None:
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    a = pool.acquire(30)
+    b = pool.acquire(30)
+    assert a is not b
+    a.next_txn_number()
+    a.next_txn_number()
+    pool.release(b, 30)
+    pool.release(a, 30)
+    again = pool.acquire(30)
+    assert again is a and again.txn_number == 2  # the front of the deque, txnNumber kept
+    assert pool.acquire(30) is b
+
+
+def test_a_dirty_session_is_discarded_on_release() -> None:
+    pool = ServerSessionPool(Clock())
+    session = pool.acquire(30)
+    session.dirty = True
+    pool.release(session, 30)
+    assert len(pool) == 0
+    assert pool.acquire(30) is not session
+
+
+def test_sessions_with_less_than_a_minute_left_are_not_used() -> None:
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    session = pool.acquire(30)
+    pool.release(session, 30)
+    clock.now += 29 * 60 - 1  # 61 s left: still usable
+    assert pool.acquire(30) is session
+    session.touch()
+    pool.release(session, 30)
+    clock.now += 29 * 60 + 1  # 59 s left: discarded on acquire
+    assert pool.acquire(30) is not session
+
+
+def test_release_drops_expiring_sessions_from_the_back_first() -> None:
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    back, front, returning = pool.acquire(30), pool.acquire(30), pool.acquire(30)
+    pool.release(back, 30)
+    clock.now += 20 * 60
+    front.touch()
+    pool.release(front, 30)  # the deque is now [front, back]
+    clock.now += 9 * 60 + 30  # back has 30 s left, front 20.5 min
+    returning.touch()
+    pool.release(returning, 30)
+    assert len(pool) == 2
+    assert pool.acquire(30) is returning
+    assert pool.acquire(30) is front
+    assert pool.acquire(30) not in (back, front, returning)
+
+
+def test_expiry_uses_the_timeout_in_force_and_none_means_unknown() -> None:
+    clock = Clock()
+    session = ServerSession(clock=clock)
+    clock.now += 10 * 60
+    assert session.timed_out(10, clock.now)
+    assert not session.timed_out(30, clock.now)
+    assert not session.timed_out(None, clock.now)
+
+
+def test_drain_returns_the_pooled_ids_and_sessions_in_use_never_come_back() -> None:
+    pool = ServerSessionPool(Clock())
+    in_use = pool.acquire(30)
+    pooled = pool.acquire(30)
+    pool.release(pooled, 30)
+    assert pool.drain() == [pooled.session_id]
+    pool.release(in_use, 30)  # checked out before the drain
+    assert len(pool) == 0
+
+
+def cluster_time(t: int, i: int) -> dict[str, Any]:
+    return {"clusterTime": Timestamp(t, i), "signature": {"hash": b"", "keyId": 0}}
+
+
+def test_cluster_times_compare_by_timestamp_and_increment() -> None:
+    assert cluster_time_greater(cluster_time(5, 2), cluster_time(5, 1))
+    assert cluster_time_greater(cluster_time(6, 0), cluster_time(5, 9))
+    assert not cluster_time_greater(cluster_time(5, 1), cluster_time(5, 1))
+    assert cluster_time_greater(cluster_time(1, 1), None)
+    assert not cluster_time_greater(None, cluster_time(1, 1))
+    assert newer_cluster_time(None, cluster_time(1, 1)) == cluster_time(1, 1)
+    assert newer_cluster_time(cluster_time(2, 1), cluster_time(1, 1)) == cluster_time(2, 1)
+
+
+def test_the_cluster_clock_only_moves_forward() -> None:
+    clock = ClusterClock()
+    clock.advance(cluster_time(5, 1))
+    clock.advance(cluster_time(4, 9))
+    clock.advance({"clusterTime": "not a timestamp"})
+    clock.advance(None)
+    assert clock.value == cluster_time(5, 1)
+    clock.advance(cluster_time(5, 2))
+    assert clock.value == cluster_time(5, 2)
+
+
+def test_sensitive_commands_are_recognized() -> None:
+    for name in ("saslStart", "saslContinue", "authenticate", "getnonce", "createUser"):
+        assert is_sensitive(name, {name: 1})
+    for name in ("updateUser", "copydbgetnonce", "copydbsaslstart", "copydb"):
+        assert is_sensitive(name, {name: 1})
+    assert is_sensitive("hello", {"hello": 1, "speculativeAuthenticate": {}})
+    assert is_sensitive("isMaster", {"isMaster": 1, "speculativeAuthenticate": {}})
+    assert is_sensitive("ismaster", {"ismaster": 1, "speculativeAuthenticate": {}})
+    assert not is_sensitive("hello", {"hello": 1})
+    assert not is_sensitive("find", {"find": "c"})
+
+
+def test_a_redacted_server_failure_keeps_only_code_name_and_labels() -> None:
+    error = OperationFailure(
+        "auth failed: secret detail",
+        18,
+        {
+            "ok": 0,
+            "errmsg": "secret detail",
+            "code": 18,
+            "codeName": "AuthenticationFailed",
+            "errorLabels": ["X"],
+            "payload": b"secret",
+        },
+    )
+    redacted = redacted_failure(error)
+    assert isinstance(redacted, OperationFailure)
+    assert redacted.code == 18
+    assert dict(redacted.details) == {
+        "code": 18,
+        "codeName": "AuthenticationFailed",
+        "errorLabels": ["X"],
+    }
+    assert "secret" not in str(redacted)
+    network = NetworkError("reset")
+    assert redacted_failure(network) is network
+
+
+def test_operation_ids_are_unique() -> None:
+    ids = {next_operation_id() for _ in range(100)}
+    assert len(ids) == 100
