@@ -42,6 +42,7 @@ from mongocore.cli_view import (
     want_rich,
 )
 from mongocore.client import Client
+from mongocore.demo import live_demo
 from mongocore.description.errors import ApplicationError, ErrorKind, classify
 from mongocore.description.server import ServerDescription
 from mongocore.description.topology import TopologyDescription, Transition, apply
@@ -136,7 +137,7 @@ class _Replay:
         print(f"   select {label:38s} -> {chosen}", file=self.out)
 
 
-def demo(out: Any = sys.stdout) -> int:
+def replay(out: Any = sys.stdout) -> int:
     """Discovery, selection, a step-down and an election, as the core sees them."""
     r = _Replay(out)
     r.say("the seed answers hello: it is the primary, and names two more members")
@@ -519,7 +520,13 @@ def _seconds(text: str) -> float:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mongocore", description="mongocore " + __version__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("demo", help="replay a replica-set failover through the core")
+    demo_parser = commands.add_parser(
+        "demo",
+        help="retryable writes through failovers of an embedded simulated replica set",
+    )
+    demo_parser.add_argument("--step-downs", type=_positive_int, default=3)
+    demo_parser.add_argument("--writers", type=_positive_int, default=4)
+    commands.add_parser("replay", help="replay a replica-set failover through the pure core")
     commands.add_parser("version", help="print the version")
 
     sim = commands.add_parser(
@@ -606,7 +613,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     if args.command == "watch":
         return watch(args.uri, duration=args.duration, plain=args.plain)
-    return demo()
+    if args.command == "replay":
+        return replay()
+    return live_demo(step_downs=args.step_downs, writers=args.writers)
 
 
 if __name__ == "__main__":  # pragma: no cover

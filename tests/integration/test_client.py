@@ -18,6 +18,7 @@ from mongocore.errors import NetworkError, OperationFailure, ServerSelectionTime
 from mongocore.events import ServerDescriptionChangedEvent, ServerListener
 from mongocore.selection.read_preference import Mode, ReadPreference
 from tests.integration.mock_servers import DEADLINE, HelloResponder, address_of, hello_reply
+from tests.unit.test_srv import FakeResolver
 
 FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 10_000}
 
@@ -245,8 +246,6 @@ def test_a_set_of_mongoses(mockupdb_factory: Callable[..., MockupDB]) -> None:
 
 
 def test_an_srv_uri_seeds_the_topology_from_the_resolver() -> None:
-    from tests.unit.test_srv import FakeResolver
-
     resolver = FakeResolver(
         srv={
             "_mongodb._tcp.cluster0.example.com": [

@@ -10,7 +10,7 @@ import pytest
 
 from mongocore import cli_view
 from mongocore.address import parse_address
-from mongocore.cli import build_parser, demo, main, stop_on_signals, watch
+from mongocore.cli import build_parser, main, replay, stop_on_signals, watch
 from mongocore.cli_view import (
     EventFeed,
     ServerRow,
@@ -35,9 +35,9 @@ from mongocore.events import (
 from mongocore.options import ClientOptions
 
 
-def test_demo_replays_discovery_step_down_and_election() -> None:
+def test_replay_walks_through_discovery_step_down_and_election() -> None:
     out = io.StringIO()
-    assert demo(out) == 0
+    assert replay(out) == 0
     text = out.getvalue()
     assert "db1.example.net:27017: Unknown -> RSPrimary" in text
     assert "monitoring db3.example.net:27017" in text
