@@ -1,0 +1,129 @@
+"""Failover: from a step-down to the first acknowledged write, mongocore against pymongo.
+
+One simulated three-member replica set (``python -m mongocore sim``, in its own
+process, election delay 200 ms: the floor). For each round, one client writes in a
+loop (retryable writes on, as pymongo defaults); the primary is stepped down over
+the wire with ``replSetStepDown``; the time from that command to the first write
+acknowledged after it is the failover time. Rounds alternate between the two
+clients. Reported: the median per client, their ratio (mongocore / pymongo: at
+most 1 means mongocore is no slower) and each one's distance from the floor.
+
+Run: python benchmarks/bench_failover.py [--rounds 6] [--mode stream|poll]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+import pymongo
+import pymongo.errors
+
+from mongocore.client import Client
+
+ELECTION_DELAY = 0.2
+
+
+def measure(write: Callable[[], object], step_down: Callable[[], bool]) -> float:
+    """Seconds from the step-down command to the first write acknowledged after it;
+    NaN if the server refused to step down (then the round does not count)."""
+    stepped = threading.Event()
+    result: dict[str, float] = {}
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            try:
+                write()
+            except Exception:
+                continue
+            if stepped.is_set() and "at" not in result:
+                result["at"] = time.perf_counter()
+                return
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    time.sleep(0.3)  # let the writer reach its steady state before the step-down
+    started = time.perf_counter()
+    accepted = step_down()
+    stepped.set()
+    thread.join(timeout=30)
+    stop.set()
+    thread.join()
+    if not accepted:
+        return float("nan")
+    return result.get("at", float("inf")) - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--mode", choices=["stream", "poll"], default="stream")
+    args = parser.parse_args()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mongocore", "sim", "--replset", "3"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        uri = server.stdout.readline().strip()
+        options: dict[str, Any] = {"heartbeatFrequencyMS": 500}
+        ours = Client(uri, retryWrites=True, serverMonitoringMode=args.mode, **options)
+        theirs: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
+            uri, retryWrites=True, serverMonitoringMode=args.mode, **options
+        )
+        admin = pymongo.MongoClient(uri)
+        ours_coll, theirs_coll = ours["bench"]["failover"], theirs["bench"]["failover"]
+        ours_coll.insert_one({"warm": 1})
+        theirs_coll.insert_one({"warm": 1})
+
+        def step_down() -> bool:
+            try:
+                admin.admin.command("replSetStepDown", 1, secondaryCatchUpPeriodSecs=0)
+            except pymongo.errors.AutoReconnect:
+                return True  # the old primary dropped our connection as it stepped down
+            except pymongo.errors.OperationFailure:
+                return False  # refused (no electable secondary yet): not a failover
+            return True
+
+        ours_times: list[float] = []
+        theirs_times: list[float] = []
+        while min(len(ours_times), len(theirs_times)) < args.rounds:
+            for times, coll in ((ours_times, ours_coll), (theirs_times, theirs_coll)):
+                if len(times) < args.rounds:
+                    elapsed = measure(lambda c=coll: c.insert_one({"x": 1}), step_down)
+                    if not math.isnan(elapsed):  # the step-down happened
+                        times.append(elapsed)
+                time.sleep(1.5)  # the stepped-down member may stand again after 1 s
+        ours.close()
+        theirs.close()
+        admin.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    ours_median = statistics.median(ours_times)
+    theirs_median = statistics.median(theirs_times)
+    print(f"python {sys.version.split()[0]}, pymongo {pymongo.version}, monitoring: {args.mode}")
+    print(f"election delay (the floor): {ELECTION_DELAY * 1000:.0f} ms, {args.rounds} rounds each")
+    print(
+        f"mongocore median {ours_median * 1000:.0f} ms (floor + "
+        f"{(ours_median - ELECTION_DELAY) * 1000:.0f} ms), all: "
+        + ", ".join(f"{t * 1000:.0f}" for t in ours_times)
+    )
+    print(
+        f"pymongo   median {theirs_median * 1000:.0f} ms (floor + "
+        f"{(theirs_median - ELECTION_DELAY) * 1000:.0f} ms), all: "
+        + ", ".join(f"{t * 1000:.0f}" for t in theirs_times)
+    )
+    print(f"ratio mongocore / pymongo: {ours_median / theirs_median:.2f}")
+
+
+if __name__ == "__main__":
+    main()
