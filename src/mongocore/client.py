@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, Optional, Union
 
 from mongocore.address import Address
+from mongocore.auth import authenticator_for, in_authentication
 from mongocore.collection import CommandCursor, Database, ReadConcern, WriteConcern
 from mongocore.description.topology import TopologyDescription
 from mongocore.description.types import TopologyType
@@ -101,6 +102,7 @@ class Client:
             self._options.max_staleness_seconds,
         )
         self._connection_settings = ConnectionSettings.from_options(self._options)
+        self._authenticator = authenticator_for(self._options)
         self._pool_options = PoolOptions(
             max_pool_size=self._options.max_pool_size,
             min_pool_size=self._options.min_pool_size,
@@ -160,12 +162,17 @@ class Client:
                 generation=generation,
                 connection_id=connection_id,
                 cancellation=cancellation,
+                authenticate=self._authenticator,
             )
 
         def populate_failed(error: BaseException) -> None:
             # minPoolSize filling failed: a handshake error for SDAM, like a checkout's.
             self._topology.handle_error(
-                address, error, generation=pool.generation, completed_handshake=False
+                address,
+                error,
+                generation=pool.generation,
+                completed_handshake=False,
+                in_authentication=in_authentication(error),
             )
 
         pool: Pool[Connection] = Pool(
@@ -380,7 +387,11 @@ class Client:
             connection: Connection = pool.check_out()
         except (NetworkError, OperationFailure) as exc:
             self._topology.handle_error(
-                server.address, exc, generation=generation, completed_handshake=False
+                server.address,
+                exc,
+                generation=generation,
+                completed_handshake=False,
+                in_authentication=in_authentication(exc),
             )
             raise
         try:

@@ -184,6 +184,24 @@ class BulkWriteError(OperationFailure):
         super().__init__(message, 65, details, labels)
 
 
+class AuthenticationError(OperationFailure):
+    """Authentication failed while establishing a connection: the server refused the
+    credentials (code 18, AuthenticationFailed, unless the server said otherwise) or
+    the server could not prove it knows them. The message never holds a credential.
+
+    Raised before the connection's handshake completed, so SDAM marks the server
+    Unknown and clears its pool.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: Optional[int] = 18,
+        details: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        super().__init__(message, code, details)
+
+
 def command_error_from_reply(reply: Mapping[str, Any]) -> OperationFailure:
     """Build the error for a command reply with ``ok: 0``."""
     message = str(reply.get("errmsg", "command failed"))

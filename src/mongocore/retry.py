@@ -49,6 +49,7 @@ from mongocore.errors import (
     ServerSelectionError,
     WriteConcernError,
 )
+from mongocore.io.connection import in_authentication
 from mongocore.monitoring import next_operation_id, run_command
 from mongocore.selection.read_preference import Mode, ReadPreference, read_preference_for_server
 from mongocore.session import ClientSession, ClusterClock, newer_cluster_time
@@ -619,7 +620,11 @@ class Executor:
             if failure is not None:
                 if not isinstance(failure, PoolClearedError):
                     self._topology.handle_error(
-                        server.address, failure, generation=generation, completed_handshake=False
+                        server.address,
+                        failure,
+                        generation=generation,
+                        completed_handshake=False,
+                        in_authentication=in_authentication(failure),
                     )
                 self._label(op, failure, sd.max_wire_version, sd.type is ServerType.MONGOS)
                 op.attempts += 1

@@ -1,23 +1,33 @@
 """One socket connection to a server: connecting, the MongoDB handshake, and commands.
 
 Specs: MongoDB Handshake ("Connection handshake", "Hello Command", "client.env",
-"Limitations"); Connection Monitoring and Pooling ("Establishing a Connection"); Load
-Balancer Support ("Connection Establishment"); OP_MSG (document sequences, moreToCome
-and exhaustAllowed) through :mod:`mongocore.wire`.
+"Limitations", "Speculative Authentication"); Connection Monitoring and Pooling
+("Establishing a Connection"); Load Balancer Support ("Connection Establishment");
+Authentication ("Authentication Handshake"); Wire Compression in Drivers ("MongoDB
+Handshake Amendment", "Messages not allowed to be compressed"); OP_MSG (document
+sequences, moreToCome and exhaustAllowed) through :mod:`mongocore.wire`.
 
 Establishing a connection (:func:`connect`):
 
 1. Open the socket: TCP to each address ``getaddrinfo`` returns, in order, until one
    connects (IPv4 and IPv6 alike), or a Unix domain socket when the address has no
    port. ``connect_timeout`` bounds each attempt. TCP_NODELAY and SO_KEEPALIVE are set.
-   With an ``ssl_context`` the socket is wrapped in TLS.
+   With an ``ssl_context`` the socket is wrapped in TLS: the server name is sent (SNI)
+   and, unless the context says otherwise, the certificate must name the host.
 2. The handshake: legacy hello (``isMaster``) as OP_QUERY with ``helloOk: true`` and the
    client metadata, or, in load-balanced mode, ``hello`` as OP_MSG with
-   ``loadBalanced: true``. The reply is the connection's own: its wire version, its
-   size limits, its server-side connectionId and, behind a load balancer, its serviceId.
+   ``loadBalanced: true``; ``compression`` lists the configured compressors, and an
+   authenticator may add ``saslSupportedMechs`` and ``speculativeAuthenticate``. The
+   reply is the connection's own: its wire version, its size limits, its server-side
+   connectionId, the compressor to use and, behind a load balancer, its serviceId.
    The handshake runs under ``connect_timeout`` too (only latency matters for it).
-3. Authentication would follow here; see the ``authenticate`` hook of :func:`connect`.
-   Monitoring connections never authenticate.
+3. Authentication: the ``authenticate`` hook of :func:`connect` (see
+   :mod:`mongocore.auth`). Monitoring connections never authenticate. An error raised
+   there is marked (:func:`in_authentication`) for SDAM's error handling.
+
+After the handshake, every message is compressed with the negotiated compressor
+except hello and the authentication commands; replies are decompressed whatever
+compressor they name.
 
 Any failure closes the socket before the error propagates.
 
@@ -41,12 +51,19 @@ import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
 import bson
 
 from mongocore import DRIVER_NAME, __version__
 from mongocore.address import Address
+from mongocore.compression import (
+    Compressor,
+    available_compressors,
+    compressor_for,
+    is_compressible,
+    negotiate,
+)
 from mongocore.errors import (
     ConfigurationError,
     MongoCoreError,
@@ -56,6 +73,7 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
+from mongocore.tls import ssl_context_for
 from mongocore.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
@@ -70,6 +88,7 @@ from mongocore.wire import (
     check_header,
     decode_body,
     encode_handshake_query,
+    encode_op_compressed,
     encode_op_msg,
     encode_op_query,
     next_request_id,
@@ -88,9 +107,11 @@ __all__ = [
     "Cancellation",
     "Connection",
     "ConnectionSettings",
+    "HandshakeAuthenticator",
     "client_metadata",
     "connect",
     "detect_faas",
+    "in_authentication",
 ]
 
 _log = logging.getLogger("mongocore.connection")
@@ -118,9 +139,13 @@ _INT32_MAX = 2**31 - 1
 class ConnectionSettings:
     """How to open and handshake a connection. Times are in seconds; None = no limit.
 
-    ``connect_timeout`` bounds opening the socket (each address tried) and the
-    handshake; ``socket_timeout`` is the default for every later read and write
-    (monitoring connections use ``connect_timeout`` instead, as server-monitoring asks).
+    ``connect_timeout`` bounds opening the socket (each address tried), the TLS and
+    MongoDB handshakes and authentication; ``socket_timeout`` is the default for every
+    later read and write (monitoring connections use ``connect_timeout`` instead, as
+    server-monitoring asks). ``ssl_context`` turns TLS on; ``server_hostname``, if set,
+    replaces the address's host for SNI and certificate matching. ``compressors`` are
+    offered in the handshake in this order (each must be available here);
+    ``zlib_compression_level`` applies to what is sent with zlib.
     """
 
     connect_timeout: Optional[float] = 20.0
@@ -129,6 +154,8 @@ class ConnectionSettings:
     load_balanced: bool = False
     ssl_context: Optional[ssl.SSLContext] = None
     server_hostname: Optional[str] = None
+    compressors: tuple[str, ...] = ()
+    zlib_compression_level: int = -1
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "socket_timeout"):
@@ -148,24 +175,43 @@ class ConnectionSettings:
                     f"appname is {size} bytes in UTF-8; the handshake allows at most"
                     f" {MAX_APP_NAME_BYTES}"
                 )
+        compressors: Any = self.compressors
+        if isinstance(compressors, str) or len(set(compressors)) != len(compressors):
+            raise ConfigurationError(
+                f"compressors must be a sequence of distinct names, not {self.compressors!r}"
+            )
+        for name in self.compressors:
+            # Unknown or not installed: the error says which, and what to install.
+            compressor_for(name, self.zlib_compression_level)
 
     @classmethod
     def from_options(cls, options: ClientOptions) -> ConnectionSettings:
-        """The settings a client's options ask for.
+        """The settings a client's options ask for: timeouts, appname, load balancing,
+        TLS (see :func:`mongocore.tls.ssl_context_for`) and compression.
 
-        TLS is not available yet: options asking for it raise ConfigurationError rather
-        than connect in plain text.
+        A configured compressor that is not installed here (zstd without
+        ``zstandard``, snappy without ``python-snappy``) is left out of the handshake
+        with a warning, as the compression spec treats compressors it cannot use.
         """
-        if options.tls:
-            raise ConfigurationError(
-                "tls=true was requested, but mongocore cannot build TLS settings from"
-                " options yet; pass ConnectionSettings(ssl_context=...) directly"
-            )
+        available = available_compressors()
+        compressors = []
+        for name in options.compressors:
+            if name in available:
+                compressors.append(name)
+            else:
+                _log.warning(
+                    "compressor %r is not available (install mongocore[%s]); not offered",
+                    name,
+                    name,
+                )
         return cls(
             connect_timeout=_ms(options.connect_timeout_ms),
             socket_timeout=_ms(options.socket_timeout_ms),
             app_name=options.app_name,
             load_balanced=options.load_balanced,
+            ssl_context=ssl_context_for(options),
+            compressors=tuple(compressors),
+            zlib_compression_level=options.zlib_compression_level,
         )
 
 
@@ -337,10 +383,39 @@ def _handshake_command(settings: ConnectionSettings) -> dict[str, Any]:
     else:
         command = {"isMaster": 1, "helloOk": True}
     command["client"] = _cached_metadata(settings.app_name)
-    # No "compression": mongocore negotiates no compressor (see wire.codec).
+    # Sent only when compressors are configured: the spec's empty list is a SHOULD,
+    # and an absent field means the same to every server.
+    if settings.compressors:
+        command["compression"] = list(settings.compressors)
     if settings.load_balanced:
         command["loadBalanced"] = True
     return command
+
+
+# --- authentication during establishment --------------------------------------------
+
+_IN_AUTHENTICATION = "_mongocore_in_authentication"
+
+
+def in_authentication(error: BaseException) -> bool:
+    """Did ``error`` come from the authentication step of :func:`connect`?
+
+    SDAM's error handling needs to know (a timeout while authenticating marks the
+    server Unknown, one during hello does not): pass it as ``in_authentication`` to
+    ``Topology.handle_error`` along with ``completed_handshake=False``.
+    """
+    return bool(getattr(error, _IN_AUTHENTICATION, False))
+
+
+@runtime_checkable
+class HandshakeAuthenticator(Protocol):
+    """An ``authenticate`` hook that also takes part in the handshake: it adds fields
+    to the hello (``saslSupportedMechs``, ``speculativeAuthenticate``) and may keep
+    what it began in ``conn.speculative_authentication``."""
+
+    def handshake_fields(self, conn: Connection) -> dict[str, Any]: ...
+
+    def __call__(self, conn: Connection) -> None: ...
 
 
 # --- cancelling connection establishment -----------------------------------------------
@@ -406,6 +481,8 @@ class Connection:
     server_connection_id: Optional[int]
     handshake_duration: float
     monitoring: bool
+    #: Whatever the authenticator began in the handshake (see HandshakeAuthenticator).
+    speculative_authentication: Any
 
     def __init__(
         self,
@@ -440,6 +517,9 @@ class Connection:
         self.limits = SizeLimits()
         self.server_connection_id = None
         self.handshake_duration = 0.0
+        self.speculative_authentication = None
+        self._speculative_reply: Optional[dict[str, Any]] = None
+        self._compressor: Optional[Compressor] = None
 
     # --- what the pool reads ---------------------------------------------------------
 
@@ -463,6 +543,28 @@ class Connection:
     @property
     def supports_op_msg(self) -> bool:
         return self.max_wire_version >= OP_MSG_WIRE_VERSION
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        return self._settings
+
+    @property
+    def compressor(self) -> Optional[str]:
+        """The compressor negotiated in the handshake (what this side sends), or None."""
+        return self._compressor.name if self._compressor is not None else None
+
+    @property
+    def tls(self) -> bool:
+        return isinstance(self._sock, ssl.SSLSocket)
+
+    @property
+    def speculative_reply(self) -> Optional[dict[str, Any]]:
+        """The handshake reply's ``speculativeAuthenticate`` document, if any.
+
+        It is kept apart from :attr:`hello`, which is shown in places (events, logs)
+        where the authentication conversation must not be.
+        """
+        return self._speculative_reply
 
     def __repr__(self) -> str:
         state = f"closed ({self._close_reason})" if self._closed else "open"
@@ -502,9 +604,11 @@ class Connection:
 
     # --- the handshake -----------------------------------------------------------------
 
-    def _handshake(self) -> None:
+    def _handshake(self, extra: Optional[Mapping[str, Any]] = None) -> None:
         settings = self._settings
         command = _handshake_command(settings)
+        if extra:
+            command.update(extra)
         request_id = next_request_id()
         if settings.load_balanced:
             # "If loadBalanced=true is specified then the OP_MSG protocol MUST be used
@@ -521,6 +625,8 @@ class Connection:
         self.handshake_duration = time.monotonic() - start
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)
+        speculative = reply.pop("speculativeAuthenticate", None)
+        self._speculative_reply = speculative if isinstance(speculative, dict) else None
         self._adopt_hello(reply)
         if settings.load_balanced and self._service_id is None:
             raise ConfigurationError(f"{_LB_NOT_SUPPORTED} (server {self.address})")
@@ -551,6 +657,11 @@ class Connection:
         self.server_connection_id = _optional_int(connection_id)
         if self._settings.load_balanced:
             self._service_id = reply.get("serviceId")
+        server_compressors = reply.get("compression")
+        if self._settings.compressors and isinstance(server_compressors, list):
+            name = negotiate(self._settings.compressors, server_compressors)
+            if name is not None:
+                self._compressor = compressor_for(name, self._settings.zlib_compression_level)
 
     # --- commands -----------------------------------------------------------------------
 
@@ -609,6 +720,8 @@ class Connection:
                 number_to_return=-1,
                 limits=self.limits,
             )
+        if self._compressor is not None and is_compressible(next(iter(command), "")):
+            data = encode_op_compressed(data, self._compressor)
         effective = self._default_timeout if timeout is ... else timeout
         header, message = self._exchange(data, request_id, effective)
         reply = self._unpack_reply(
@@ -664,7 +777,12 @@ class Connection:
             header = unpack_header(raw_header)
             check_header(header, self.limits.max_message_size_bytes)
             body = self._recv_exactly(header.message_length - HEADER_SIZE)
-            message = decode_body(header, body, raw_header=raw_header)
+            message = decode_body(
+                header,
+                body,
+                raw_header=raw_header,
+                max_message_size=self.limits.max_message_size_bytes,
+            )
         except socket.timeout as exc:
             self.close("error")
             raise NetworkTimeout(
@@ -876,13 +994,17 @@ def connect(
 
     ``monitoring``: a monitor's connection (reads use connect_timeout; never
     authenticates). ``cancellation`` lets another thread abort establishment.
-    ``authenticate`` runs after a successful hello, for application connections only:
-    it is where authentication (reading ``conn.hello`` for a speculative reply) belongs.
+    ``authenticate`` runs after a successful hello, for application connections only
+    (e.g. :class:`mongocore.auth.Authenticator`); if it is a
+    :class:`HandshakeAuthenticator`, its fields join the hello first.
 
-    Raises NetworkError (NetworkTimeout for timeouts) for socket errors, OperationFailure
-    for a handshake reply with ``ok: 0``, ProtocolError for a malformed one, and
-    ConfigurationError when a load-balanced handshake gets no serviceId. On any error
-    the socket is closed.
+    Raises NetworkError (NetworkTimeout for timeouts) for socket errors, TLS failures
+    included (an untrusted certificate, a host name the certificate does not name),
+    OperationFailure for a handshake reply with ``ok: 0``, ProtocolError for a
+    malformed one, ConfigurationError when a load-balanced handshake gets no
+    serviceId, and whatever ``authenticate`` raises (AuthenticationError when the
+    server refuses the credentials), marked so that :func:`in_authentication` is
+    true. On any error the socket is closed.
     """
     sock = _open_socket(address, settings, cancellation)
     conn: Optional[Connection] = None
@@ -902,9 +1024,19 @@ def connect(
             connection_id=connection_id,
             monitoring=monitoring,
         )
-        conn._handshake()
-        if authenticate is not None and not monitoring:
-            authenticate(conn)
+        hook = None if monitoring else authenticate
+        extra = None
+        if isinstance(hook, HandshakeAuthenticator):
+            extra = hook.handshake_fields(conn)
+        conn._handshake(extra)
+        if hook is not None:
+            try:
+                hook(conn)
+            except MongoCoreError as exc:
+                setattr(exc, _IN_AUTHENTICATION, True)
+                raise
+            finally:
+                conn.speculative_authentication = None
     except BaseException as exc:
         cancelled = cancellation is not None and cancellation.cancelled
         if cancellation is not None:

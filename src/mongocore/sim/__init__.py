@@ -3,7 +3,9 @@
 Standalone, replica set (with elections, step-downs, kills, partitions, lag and
 reconfigs), sharded cluster (mongos in front of a replica-set shard) and
 load-balanced mongos. Every process listens on its own 127.0.0.1 port and speaks
-the real wire protocol, so any driver can connect to ``deployment.uri``. Documents
+the real wire protocol, so any driver can connect to ``deployment.uri``; each can
+require TLS and authentication and speak compressed (``tls=``, ``users=``,
+``compressors=``). Documents
 live in mongomock (the ``sim`` extra). See docs/simulator.md.
 """
 
@@ -24,6 +26,7 @@ from mongocore.sim.member import (
     Process,
 )
 from mongocore.sim.replset import ReplicaSet, election_id
+from mongocore.sim.security import Security, User, rfc2253_subject, server_tls_context
 from mongocore.sim.server import Connection, WireServer
 from mongocore.sim.sessions import SessionRecords
 from mongocore.sim.sharded import LoadBalanced, Mongos, ShardedCluster
@@ -48,9 +51,13 @@ __all__ = [
     "Mongos",
     "Process",
     "ReplicaSet",
+    "Security",
     "SessionRecords",
     "ShardedCluster",
     "Standalone",
+    "User",
     "WireServer",
     "election_id",
+    "rfc2253_subject",
+    "server_tls_context",
 ]

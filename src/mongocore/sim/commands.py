@@ -411,7 +411,7 @@ def cmd_distinct(ctx: CommandContext) -> Reply:
         values = ctx.reader[ctx.db][coll].distinct(key, ctx.cmd.get("query") or {})
     except Exception as exc:
         raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    return {"values": values, "ok": 1.0}
+    return {"values": sorted(values, key=filtering.BsonComparable), "ok": 1.0}
 
 
 def cmd_get_more(ctx: CommandContext) -> Reply:

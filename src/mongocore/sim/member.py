@@ -3,7 +3,9 @@
 ``Process`` is what every simulated server shares: a listener, a processId and
 topologyVersion counter, fail points, cursors, and the message loop: OP_QUERY hello
 (the legacy handshake) and OP_MSG, including fire-and-forget requests (moreToCome)
-and exhaust streams (exhaustAllowed: awaitable hello, getMore). ``Member`` adds what
+and exhaust streams (exhaustAllowed: awaitable hello, getMore). Its deployment's
+:class:`~mongocore.sim.security.Security` adds TLS, authentication (commands are
+refused before login when there are users) and compression. ``Member`` adds what
 a mongod in a replica set (or a standalone) knows: its role, its configuration
 (priority, votes, hidden, arbiter, tags, lag), its lagging copy of the data, and the
 rules deciding which commands it accepts in that role.
@@ -43,6 +45,7 @@ from mongocore.sim.commands import (
     aggregate_writes,
 )
 from mongocore.sim.failpoints import FailPoints, Mode
+from mongocore.sim.security import AUTH_COMMANDS, Security
 from mongocore.sim.server import Connection, WireServer
 from mongocore.sim.store import DataStore, OpTime, ReplicaView
 from mongocore.wire import (
@@ -106,6 +109,7 @@ class Owner(Protocol):
 
     cond: threading.Condition
     stopping: bool
+    security: Security
 
     def clock(self) -> float: ...
 
@@ -138,7 +142,16 @@ class Process:
         self._owner = owner
         self.cond = owner.cond
         self.label = label
-        self.server = WireServer(label, self._handle, host=host, port=port, on_close=self._notify)
+        self.security = owner.security
+        self.server = WireServer(
+            label,
+            self._handle,
+            host=host,
+            port=port,
+            on_close=self._notify,
+            ssl_context=self.security.tls,
+            compressors=self.security.compressors,
+        )
         self.process_id = ObjectId()
         self.counter = 0
         self.failpoints = FailPoints()
@@ -383,11 +396,16 @@ class Process:
     ) -> Optional[Outcome]:
         """Run one command through the fail points; None means "never answer"."""
         handshake = name in HELLO_NAMES and not conn.handshake_done
+        security = self.security
         with self.cond:
             if not self.alive:
                 raise CloseConnection
             if handshake:
                 _record_handshake(conn, cmd)
+            try:
+                security.check_authorized(conn, name)
+            except CommandError as exc:
+                return Outcome(self._error(exc, cmd))
             action = self.failpoints.fail_command(
                 name, conn.app_name, has_txn_number="txnNumber" in cmd
             )
@@ -412,7 +430,15 @@ class Process:
                 if action.error is not None:
                     return Outcome(self._error(action.error, cmd, compute_labels=False))
         try:
-            outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
+            if name in AUTH_COMMANDS:
+                reply = security.run(conn, name, db, cmd)
+                with self.cond:
+                    self._owner.decorate(reply)
+                outcome: Optional[Outcome] = Outcome(reply)
+            else:
+                outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
+                if outcome is not None:
+                    security.decorate(conn, name, cmd, outcome.reply, handshake=handshake)
         except CommandError as exc:
             with self.cond:
                 # LoadBalancerSupportMismatch closes the connection after the reply.

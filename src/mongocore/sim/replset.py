@@ -14,6 +14,7 @@ member, which answers the awaitable hellos waiting on it.
 from __future__ import annotations
 
 import datetime
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +33,7 @@ from mongocore.sim.member import (
     Member,
     MemberConfig,
 )
+from mongocore.sim.security import Security, User
 from mongocore.sim.store import ZERO_OPTIME, DataStore, OpTime
 
 __all__ = ["ReplicaSet", "cluster_time_fields"]
@@ -92,6 +94,8 @@ class ReplicaSet:
     and ``lag`` (seconds, one number or one per data-bearing member) configure the
     data-bearing members in order. Use it as a context manager, or ``start()`` and
     ``stop()``. The first electable member is primary once ``start()`` returns.
+    ``tls``, ``users`` and ``compressors`` configure every member's security (see
+    :class:`~mongocore.sim.security.Security`).
     """
 
     def __init__(
@@ -107,8 +111,12 @@ class ReplicaSet:
         election_delay: float = 0.2,
         initiate: bool = True,
         clock: Callable[[], float] = time.time,
+        tls: Optional[ssl.SSLContext] = None,
+        users: Sequence[User] = (),
+        compressors: Sequence[str] = (),
     ) -> None:
         self.name = name
+        self.security = Security(tls=tls, users=users, compressors=compressors)
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock

@@ -2,7 +2,11 @@
 
 A ``WireServer`` reads whole messages with the shared wire codec and hands each to a
 handler, which yields the encoded replies (none for a fire-and-forget OP_MSG, several
-for an exhaust stream) or raises ``CloseConnection``. The listener can be closed and
+for an exhaust stream) or raises ``CloseConnection``. With an ``ssl_context`` every
+accepted connection is TLS (the handshake runs on the connection's own thread, so a
+client that gives up on it blocks nobody). A request in OP_COMPRESSED, with one of the
+enabled compressors, is unwrapped, and its replies are compressed the same way, as a
+mongod does. The listener can be closed and
 reopened on the same port (a killed or partitioned member, then a restart or heal),
 and ``stop()`` closes every socket and joins every thread it started. Thread names
 start with ``mongocore-sim-`` so a leak check can find them.
@@ -14,17 +18,62 @@ import contextlib
 import logging
 import selectors
 import socket
+import ssl
 import threading
-from collections.abc import Callable, Iterable
-from typing import Any, Optional
+from collections import deque
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, NamedTuple, Optional
 
+from mongocore.compression import COMPRESSOR_NAMES as _COMPRESSOR_NAMES
+from mongocore.compression import Compressor, compressor_for
 from mongocore.errors import NetworkError, ProtocolError
 from mongocore.sim.codes import CloseConnection
-from mongocore.wire import DEFAULT_MAX_MESSAGE_SIZE_BYTES, Message, MsgHeader, read_message
+from mongocore.sim.security import rfc2253_subject
+from mongocore.wire import (
+    DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+    HEADER_SIZE,
+    Message,
+    MsgHeader,
+    OpCode,
+    OpMsg,
+    OpQuery,
+    check_header,
+    decode_body,
+    decode_op_compressed,
+    encode_op_compressed,
+    unpack_header,
+)
 
-__all__ = ["Connection", "Handler", "WireServer"]
+__all__ = ["Connection", "Handler", "RequestRecord", "WireServer"]
 
 _log = logging.getLogger("mongocore.sim.server")
+
+# A client that opens a TCP connection and never finishes the TLS handshake is dropped.
+TLS_HANDSHAKE_TIMEOUT = 30.0
+# How many requests WireServer.requests remembers.
+REQUEST_LOG_SIZE = 1000
+
+
+class RequestRecord(NamedTuple):
+    """One request as it arrived: the command's name (first key), the connection's id,
+    and the compressor it was wrapped with (None: not compressed)."""
+
+    command: str
+    connection_id: int
+    compressor: Optional[str]
+
+
+def _command_name(message: Message) -> str:
+    if isinstance(message, OpMsg):
+        document: Any = message.body
+    elif isinstance(message, OpQuery):
+        document = message.query
+        if isinstance(document, dict) and isinstance(document.get("$query"), dict):
+            document = document["$query"]
+    else:
+        return ""
+    return str(next(iter(document), "")) if isinstance(document, dict) else ""
+
 
 Handler = Callable[["Connection", MsgHeader, Message], Iterable[bytes]]
 
@@ -42,8 +91,27 @@ class Connection:
         self.app_name: Optional[str] = None
         self.client_metadata: Optional[dict[str, Any]] = None
         self.load_balanced = False
+        # Authentication: (user, db) pairs logged in, the mechanism of each login, and
+        # a SASL conversation under way.
+        self.authenticated_users: list[tuple[str, str]] = []
+        self.mechanisms: list[str] = []
+        self.sasl_conversation: Any = None
         self.thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
+
+    @property
+    def tls(self) -> bool:
+        return isinstance(self.sock, ssl.SSLSocket)
+
+    def peer_subject(self) -> Optional[str]:
+        """The RFC 2253 subject of the client's verified certificate, if it sent one."""
+        sock = self.sock
+        if not isinstance(sock, ssl.SSLSocket):
+            return None
+        certificate = sock.getpeercert()
+        if not certificate:  # none sent, or not verified
+            return None
+        return rfc2253_subject(certificate.get("subject", ()))
 
     def recv_exactly(self, size: int) -> bytes:
         """Read exactly ``size`` bytes; fewer only if the peer closed the stream."""
@@ -81,6 +149,8 @@ class WireServer:
         port: int = 0,
         on_close: Optional[Callable[[], None]] = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE_BYTES,
+        ssl_context: Optional[ssl.SSLContext] = None,
+        compressors: Collection[str] = (),
     ) -> None:
         self.label = label
         self.host = host
@@ -88,6 +158,12 @@ class WireServer:
         self._handler = handler
         self._on_close = on_close
         self._max_message_size = max_message_size
+        self._ssl_context = ssl_context
+        self._compressors: dict[int, Compressor] = {}
+        for name in compressors:
+            compressor = compressor_for(name)
+            self._compressors[compressor.id] = compressor
+        self._requests: deque[RequestRecord] = deque(maxlen=REQUEST_LOG_SIZE)
         self._lock = threading.Lock()
         self._connections: set[Connection] = set()
         self._threads: set[threading.Thread] = set()
@@ -162,6 +238,24 @@ class WireServer:
         with self._lock:
             return len(self._connections)
 
+    def connection(self, connection_id: int) -> Optional[Connection]:
+        """The open connection with this id (the hello's ``connectionId``), if any."""
+        with self._lock:
+            for connection in self._connections:
+                if connection.id == connection_id:
+                    return connection
+        return None
+
+    @property
+    def requests(self) -> list[RequestRecord]:
+        """The last requests received (up to REQUEST_LOG_SIZE), oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    def _record(self, message: Message, connection: Connection, compressor: Optional[str]) -> None:
+        with self._lock:
+            self._requests.append(RequestRecord(_command_name(message), connection.id, compressor))
+
     def stop(self) -> None:
         """Close the listener and every connection, and join every thread."""
         with self._lock:
@@ -219,10 +313,16 @@ class WireServer:
 
     def _serve(self, connection: Connection) -> None:
         try:
+            if self._ssl_context is not None and not self._start_tls(connection, self._ssl_context):
+                return
             while not connection.closed:
-                header, message = read_message(connection.recv_exactly, self._max_message_size)
-                for data in self._handler(connection, header, message):
-                    connection.send(data)
+                header, message, compressor = self._read(connection)
+                self._record(message, connection, compressor.name if compressor else None)
+                for reply in self._handler(connection, header, message):
+                    if compressor is not None:
+                        connection.send(encode_op_compressed(reply, compressor))
+                    else:
+                        connection.send(reply)
         except (OSError, NetworkError, ProtocolError, CloseConnection):
             pass
         except Exception:
@@ -231,3 +331,47 @@ class WireServer:
             connection.close()
             with self._lock:
                 self._connections.discard(connection)
+
+    def _start_tls(self, connection: Connection, context: ssl.SSLContext) -> bool:
+        """Run the server side of the TLS handshake; False if it failed."""
+        with connection._lock:
+            if connection.closed:
+                return False
+            # No I/O yet: the socket is swapped under the lock, so close() from another
+            # thread shuts down the TLS socket, failing a handshake in progress.
+            tls_sock = context.wrap_socket(
+                connection.sock, server_side=True, do_handshake_on_connect=False
+            )
+            connection.sock = tls_sock
+        try:
+            tls_sock.settimeout(TLS_HANDSHAKE_TIMEOUT)
+            tls_sock.do_handshake()
+            tls_sock.settimeout(None)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            _log.debug("simulated server %s: TLS handshake failed: %s", self.label, exc)
+            return False
+        return True
+
+    def _read(self, connection: Connection) -> tuple[MsgHeader, Message, Optional[Compressor]]:
+        """Read one request; an OP_COMPRESSED one is unwrapped, and its compressor kept
+        for the replies."""
+        raw_header = connection.recv_exactly(HEADER_SIZE)
+        if len(raw_header) != HEADER_SIZE:
+            raise NetworkError("connection closed while reading a message header")
+        header = unpack_header(raw_header)
+        check_header(header, self._max_message_size)
+        length = header.message_length - HEADER_SIZE
+        body = connection.recv_exactly(length) if length else b""
+        if len(body) != length:
+            raise NetworkError("connection closed while reading a message body")
+        if header.op_code != OpCode.OP_COMPRESSED:
+            message = decode_body(
+                header, body, raw_header=raw_header, max_message_size=self._max_message_size
+            )
+            return header, message, None
+        unwrapped = decode_op_compressed(header, body, max_message_size=self._max_message_size)
+        compressor = self._compressors.get(unwrapped.compressor_id)
+        if compressor is None:
+            name = _COMPRESSOR_NAMES.get(unwrapped.compressor_id, "unknown")
+            raise ProtocolError(f"compressor {name} is not enabled on this server")
+        return header, unwrapped.message, compressor

@@ -15,9 +15,10 @@ handshake without it fails with LoadBalancerSupportMismatch (354) and is closed.
 from __future__ import annotations
 
 import random
+import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from bson import ObjectId
@@ -26,6 +27,7 @@ from mongocore.sim.codes import STATE_CHANGE_CODES, CommandError
 from mongocore.sim.commands import COMMANDS, aggregate_writes, build_info
 from mongocore.sim.member import HELLO_NAMES, Member, Outcome, Process
 from mongocore.sim.replset import ReplicaSet, cluster_time_fields
+from mongocore.sim.security import Security, User
 from mongocore.sim.server import Connection
 from mongocore.sim.store import OpTime
 
@@ -228,7 +230,11 @@ def _primary_changed(shard: ReplicaSet, old: Member) -> Callable[[], bool]:
 
 
 class ShardedCluster:
-    """``mongoses`` mongos routers in front of one replica-set shard (``cluster.shard``)."""
+    """``mongoses`` mongos routers in front of one replica-set shard (``cluster.shard``).
+
+    ``tls``, ``users`` and ``compressors`` configure the routers' security (the shard
+    is reached in-process, never over the wire).
+    """
 
     is_replica_set = False
 
@@ -242,6 +248,9 @@ class ShardedCluster:
         shard_wait: float = 10.0,
         load_balanced: bool = False,
         clock: Callable[[], float] = time.time,
+        tls: Optional[ssl.SSLContext] = None,
+        users: Sequence[User] = (),
+        compressors: Sequence[str] = (),
     ) -> None:
         if mongoses < 1:
             raise ValueError("a sharded cluster needs at least one mongos")
@@ -250,6 +259,7 @@ class ShardedCluster:
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
+        self.security = Security(tls=tls, users=users, compressors=compressors)
         self.shard_wait = shard_wait
         self.load_balanced = load_balanced
         self.shard = ReplicaSet(
@@ -345,6 +355,9 @@ class LoadBalanced(ShardedCluster):
         election_delay: float = 0.2,
         shard_wait: float = 10.0,
         clock: Callable[[], float] = time.time,
+        tls: Optional[ssl.SSLContext] = None,
+        users: Sequence[User] = (),
+        compressors: Sequence[str] = (),
     ) -> None:
         super().__init__(
             1,
@@ -353,6 +366,9 @@ class LoadBalanced(ShardedCluster):
             shard_wait=shard_wait,
             load_balanced=True,
             clock=clock,
+            tls=tls,
+            users=users,
+            compressors=compressors,
         )
 
     @property

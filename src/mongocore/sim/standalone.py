@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from mongocore.sim.codes import CommandError
 from mongocore.sim.member import PRIMARY, Member, MemberConfig
+from mongocore.sim.security import Security, User
 from mongocore.sim.store import DataStore, OpTime
 
 __all__ = ["Standalone"]
 
 
 class Standalone:
-    """One mongod on 127.0.0.1 (``port=0`` picks a free port). A context manager."""
+    """One mongod on 127.0.0.1 (``port=0`` picks a free port). A context manager.
+
+    ``tls`` (a server ``ssl.SSLContext``), ``users`` and ``compressors`` configure its
+    security (see :class:`~mongocore.sim.security.Security`).
+    """
 
     is_replica_set = False
 
-    def __init__(self, *, port: int = 0, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        clock: Callable[[], float] = time.time,
+        tls: Optional[ssl.SSLContext] = None,
+        users: Sequence[User] = (),
+        compressors: Sequence[str] = (),
+    ) -> None:
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
+        self.security = Security(tls=tls, users=users, compressors=compressors)
         self.store = DataStore(clock)
         self.member = Member(self, 0, MemberConfig(port=port), "standalone")
         self.member.role = PRIMARY

@@ -1,16 +1,25 @@
 """The wire protocol codec: bytes in, messages out; messages in, bytes out.
 
 Pure code, no sockets: OP_MSG for every command and reply, legacy OP_QUERY and
-OP_REPLY for the first handshake, the standard message header, request ids, the
-size limits a server announces, and reading one message through a caller-supplied
-``recv_exactly``. Both directions are encoded and decoded, so the client's
-connections and the simulated server share it.
+OP_REPLY for the first handshake, OP_COMPRESSED around any of them, the standard
+message header, request ids, the size limits a server announces, and reading one
+message through a caller-supplied ``recv_exactly``. Both directions are encoded and
+decoded, so the client's connections and the simulated server share it.
 """
 
 from __future__ import annotations
 
 from mongocore.wire.checksum import crc32c
-from mongocore.wire.codec import Message, check_header, decode_body, decode_message, read_message
+from mongocore.wire.codec import (
+    CompressedMessage,
+    Message,
+    check_header,
+    decode_body,
+    decode_message,
+    decode_op_compressed,
+    encode_op_compressed,
+    read_message,
+)
 from mongocore.wire.header import (
     HEADER_SIZE,
     MAX_INT32,
@@ -84,6 +93,7 @@ __all__ = [
     "REPLY_CURSOR_NOT_FOUND",
     "REPLY_QUERY_FAILURE",
     "REPLY_SHARD_CONFIG_STALE",
+    "CompressedMessage",
     "Message",
     "MsgHeader",
     "OpCode",
@@ -100,10 +110,12 @@ __all__ = [
     "crc32c",
     "decode_body",
     "decode_message",
+    "decode_op_compressed",
     "decode_op_msg",
     "decode_op_query",
     "decode_op_reply",
     "encode_handshake_query",
+    "encode_op_compressed",
     "encode_op_msg",
     "encode_op_query",
     "encode_op_reply",
