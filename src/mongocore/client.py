@@ -36,6 +36,7 @@ from mongocore.io.monitor import Monitor, MonitorSettings
 from mongocore.io.pool import Pool, PoolOptions
 from mongocore.io.srv import DnsPythonResolver, Resolver, SrvPoller, options_with_seedlist
 from mongocore.io.topology import Server, Topology
+from mongocore.log_messages import topology_log_listeners
 from mongocore.monitoring import run_command
 from mongocore.options import ClientOptions
 from mongocore.retry import (
@@ -89,7 +90,9 @@ class Client:
         **options: Any,
     ) -> None:
         uri = _uri_of(uri_or_hosts)
-        self._publisher = EventPublisher(event_listeners)
+        # SDAM log messages (mongocore.log_messages): subscribed only if the
+        # mongocore.topology logger is enabled for DEBUG when the client is created.
+        self._publisher = EventPublisher([*event_listeners, *topology_log_listeners()])
         self._srv_poller: Optional[SrvPoller] = None
         # The one I/O the seed allows in a constructor: the initial SRV lookup
         # (nothing is looked up for a mongodb:// URI).
@@ -165,12 +168,13 @@ class Client:
                 authenticate=self._authenticator,
             )
 
-        def populate_failed(error: BaseException) -> None:
-            # minPoolSize filling failed: a handshake error for SDAM, like a checkout's.
+        def establish_failed(error: BaseException, generation: int) -> None:
+            # "MongoDB Handshake errors": the pool reports them (a checkOut's and
+            # minPoolSize filling's alike) before it publishes the connection's close.
             self._topology.handle_error(
                 address,
                 error,
-                generation=pool.generation,
+                generation=generation,
                 completed_handshake=False,
                 in_authentication=in_authentication(error),
             )
@@ -181,7 +185,7 @@ class Client:
             self._pool_options,
             self._publisher,
             load_balanced=self._options.load_balanced,
-            on_populate_error=populate_failed,
+            on_establish_error=establish_failed,
             # A clear with interruptInUseConnections aborts connections being established.
             cancellation_factory=Cancellation,
         )
@@ -382,18 +386,8 @@ class Client:
         A low-level step with command events but no session, cluster time or retry.
         """
         pool = server.pool
-        generation = pool.generation
-        try:
-            connection: Connection = pool.check_out()
-        except (NetworkError, OperationFailure) as exc:
-            self._topology.handle_error(
-                server.address,
-                exc,
-                generation=generation,
-                completed_handshake=False,
-                in_authentication=in_authentication(exc),
-            )
-            raise
+        # Establishment errors reach SDAM through the pool (on_establish_error).
+        connection: Connection = pool.check_out()
         try:
             reply = run_command(connection, database, command, self._publisher)
         except (NetworkError, OperationFailure) as exc:

@@ -25,6 +25,7 @@ returned as plain dicts.
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -38,6 +39,7 @@ from mongocore.errors import (
     BulkWriteError,
     ConfigurationError,
     InvalidOperation,
+    MongoCoreError,
     OperationFailure,
     WriteConcernError,
     WriteError,
@@ -1808,10 +1810,17 @@ class _BulkWrite:
     def execute(self, *, single: bool = False) -> BulkWriteResult:
         collection = self.collection
         acknowledged = collection.write_concern.acknowledged
-        for group in self._groups():
-            self._run_group(group)
-            if self.ordered and self.result["writeErrors"]:
-                break
+        try:
+            for group in self._groups():
+                self._run_group(group)
+                if self.ordered and self.result["writeErrors"]:
+                    break
+        except MongoCoreError as exc:
+            if acknowledged and not single:
+                # The seed encourages access to the intermediary result of a write
+                # whose later command failed: the counts of the commands before it.
+                exc.partial_result = copy.deepcopy(self.result)
+            raise
         if not acknowledged:
             return BulkWriteResult({}, False, self.inserted_ids)
         result = self.result

@@ -21,6 +21,12 @@ class MongoCoreError(Exception):
         super().__init__(message)
         self._message = message
         self._error_labels: set[str] = set(error_labels or ())
+        #: When this error stopped an insert_many() or bulk_write() after it began (a
+        #: network error, a refused command: anything but the write errors a
+        #: BulkWriteError reports with its own ``details``), what the statements
+        #: acknowledged before it did, in the shape of BulkWriteError.details;
+        #: otherwise None.
+        self.partial_result: Optional[Mapping[str, Any]] = None
 
     @property
     def message(self) -> str:

@@ -82,6 +82,10 @@ SdamEvent = Union[
 class ServerHeartbeatStartedEvent:
     address: Address
     awaited: bool
+    #: The monitoring connection's id (mongocore numbers them per server from 1) and
+    #: the server's id for it (its hello's connectionId; None until known).
+    driver_connection_id: int = 0
+    server_connection_id: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,9 @@ class ServerHeartbeatSucceededEvent:
     duration: float
     reply: Mapping[str, Any]
     awaited: bool
+    #: As in ServerHeartbeatStartedEvent.
+    driver_connection_id: int = 0
+    server_connection_id: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,9 @@ class ServerHeartbeatFailedEvent:
     duration: float
     failure: BaseException
     awaited: bool
+    #: As in ServerHeartbeatStartedEvent.
+    driver_connection_id: int = 0
+    server_connection_id: Optional[int] = None
 
 
 # --- command monitoring ------------------------------------------------------

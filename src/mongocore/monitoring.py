@@ -158,7 +158,12 @@ def run_command(
     started = time.perf_counter()
     try:
         reply = connection.command(
-            database, command, sequences=sequences, timeout=timeout, check=False
+            database,
+            command,
+            sequences=sequences,
+            timeout=timeout,
+            check=False,
+            request_id=request_id,  # the events' requestId is the message's
         )
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)

@@ -49,7 +49,6 @@ from mongocore.errors import (
     ServerSelectionError,
     WriteConcernError,
 )
-from mongocore.io.connection import in_authentication
 from mongocore.monitoring import next_operation_id, run_command
 from mongocore.selection.read_preference import Mode, ReadPreference, read_preference_for_server
 from mongocore.session import ClientSession, ClusterClock, newer_cluster_time
@@ -610,7 +609,6 @@ class Executor:
             if refusal is not None:
                 raise refusal
             pool = server.pool
-            generation = pool.generation
             failure: Optional[MongoCoreError] = None
             expired = False
             try:
@@ -618,14 +616,8 @@ class Executor:
             except MongoCoreError as exc:
                 failure = exc
             if failure is not None:
-                if not isinstance(failure, PoolClearedError):
-                    self._topology.handle_error(
-                        server.address,
-                        failure,
-                        generation=generation,
-                        completed_handshake=False,
-                        in_authentication=in_authentication(failure),
-                    )
+                # The pool has already handed an establishment error to SDAM (its
+                # on_establish_error), before publishing the connection's close.
                 self._label(op, failure, sd.max_wire_version, sd.type is ServerType.MONGOS)
                 op.attempts += 1
                 outcome = policy.checkout_failed(failure)

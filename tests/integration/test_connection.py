@@ -25,7 +25,14 @@ from mongocore.errors import (
     OperationFailure,
     ProtocolError,
 )
+from mongocore.events import (
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+    EventPublisher,
+)
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
+from mongocore.monitoring import run_command as monitored_command
 from mongocore.options import ClientOptions
 from mongocore.wire import OpMsg as WireOpMsg
 from mongocore.wire import OpQuery as WireOpQuery
@@ -45,6 +52,9 @@ from tests.integration.mock_servers import (
 MORE_TO_COME = OP_MSG_FLAGS["moreToCome"]
 EXHAUST_ALLOWED = OP_MSG_FLAGS["exhaustAllowed"]
 SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)
+
+
+BACKPRESSURE = frozenset({"SystemOverloadedError", "RetryableError"})
 
 
 def open_connection(server: MockupDB, reply: dict[str, Any], **settings: Any) -> Connection:
@@ -244,6 +254,28 @@ def test_command_round_trip(conn: Connection, mockupdb_server: MockupDB) -> None
     assert reply == {"cursor": {"id": 0, "firstBatch": [{"x": 1}], "ns": "shop.things"}, "ok": 1}
     assert command["$db"] == "shop"
     assert not conn.more_to_come()
+
+
+def test_command_events_carry_the_wire_request_id(
+    conn: Connection, mockupdb_server: MockupDB
+) -> None:
+    class Recorder(CommandListener):
+        def __init__(self) -> None:
+            self.ids: list[int] = []
+
+        def started(self, event: CommandStartedEvent) -> None:
+            self.ids.append(event.request_id)
+
+        def succeeded(self, event: CommandSucceededEvent) -> None:
+            self.ids.append(event.request_id)
+
+    recorder = Recorder()
+    publisher = EventPublisher([recorder])
+    pending = Background(lambda: monitored_command(conn, "db", {"ping": 1}, publisher))
+    request = receive_request(mockupdb_server)
+    request.replies({"ok": 1})
+    assert pending.result() == {"ok": 1}
+    assert recorder.ids == [request.request_id, request.request_id]
 
 
 def test_document_sequences_reach_mockupdb(conn: Connection, mockupdb_server: MockupDB) -> None:
@@ -540,6 +572,18 @@ def test_handshake_never_answered_times_out(mockupdb_server: MockupDB) -> None:
     error = pending.error()
     assert isinstance(error, NetworkTimeout)
     assert error.address == address_of(mockupdb_server)
+    # Backpressure (CMAP "Establishing a Connection"): an overloaded server may be slow.
+    assert error.error_labels == BACKPRESSURE
+
+
+def test_handshake_closed_by_the_server_carries_backpressure_labels(
+    mockupdb_server: MockupDB,
+) -> None:
+    pending = Background(lambda: connect(address_of(mockupdb_server), SETTINGS))
+    receive_request(mockupdb_server).hangup()
+    error = pending.error()
+    assert isinstance(error, NetworkError)
+    assert error.error_labels == BACKPRESSURE
 
 
 def test_connection_refused_is_a_network_error() -> None:
@@ -551,11 +595,14 @@ def test_connection_refused_is_a_network_error() -> None:
         connect(address, SETTINGS)
     assert info.value.address == address
     assert str(address) in str(info.value)
+    assert info.value.error_labels == BACKPRESSURE
 
 
 def test_unresolvable_host_is_a_network_error() -> None:
-    with pytest.raises(NetworkError, match="could not resolve"):
+    with pytest.raises(NetworkError, match="could not resolve") as info:
         connect(Address("host.invalid", 27017), SETTINGS)
+    # No server was reached, so none can be overloaded: no backpressure labels.
+    assert info.value.error_labels == frozenset()
 
 
 def test_close_from_another_thread_interrupts_a_blocked_command(
@@ -596,3 +643,4 @@ def test_cancellation_aborts_connection_establishment() -> None:
     assert isinstance(error, NetworkError)
     assert "cancelled" in str(error)
     assert cancellation.cancelled
+    assert error.error_labels == frozenset()

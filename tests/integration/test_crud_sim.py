@@ -261,6 +261,28 @@ def test_a_write_concern_error_in_a_bulk_write(rs: ReplicaSet, coll: Collection)
     assert info.value.details["writeConcernErrors"][0]["code"] == 64
 
 
+def test_a_bulk_write_stopped_by_a_command_error_keeps_its_partial_result(
+    rs: ReplicaSet, coll: Collection
+) -> None:
+    primary = rs.primary
+    assert primary is not None
+    primary.fail_command("delete", error_code=2, mode={"times": 1})  # not retryable
+    requests = [InsertOne({"_id": 1}), UpdateOne({"_id": 1}, {"$set": {"x": 1}}), DeleteOne({})]
+    with pytest.raises(OperationFailure) as info:
+        coll.bulk_write(requests)
+    error = info.value
+    assert error.code == 2 and not isinstance(error, BulkWriteError)
+    assert error.partial_result is not None
+    assert error.partial_result["nInserted"] == 1
+    assert error.partial_result["nModified"] == 1
+    assert error.partial_result["nRemoved"] == 0
+    # A single-statement write has no intermediary result to report.
+    primary.fail_command("insert", error_code=2, mode={"times": 1})
+    with pytest.raises(OperationFailure) as single:
+        coll.insert_one({"_id": 2})
+    assert single.value.partial_result is None
+
+
 def test_unacknowledged_writes(coll: Collection, recorder: Recorder) -> None:
     fire_and_forget = coll.with_options(write_concern=WriteConcern(w=0))
     result = fire_and_forget.insert_one({"_id": 1})

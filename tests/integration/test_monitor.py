@@ -278,6 +278,10 @@ def test_a_network_error_of_a_known_server_is_reported_then_retried_at_once(
         "succeeded",
     ]
     assert isinstance(events[3].failure, NetworkError)
+    # Each monitoring connection has its own id, in the events of its heartbeats.
+    assert [e.driver_connection_id for e in events] == [1, 1, 1, 1, 2, 2]
+    assert events[0].server_connection_id is None  # its handshake has not answered yet
+    assert events[1].server_connection_id == events[1].reply.get("connectionId")
 
 
 def test_a_second_failure_marks_the_server_unknown_and_monitoring_goes_on(

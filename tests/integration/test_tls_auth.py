@@ -252,6 +252,8 @@ def test_an_untrusted_certificate_is_refused(pki: Pki) -> None:
             with pytest.raises(NetworkError, match="CERTIFICATE_VERIFY_FAILED") as info:
                 open_connection(address, opts)
             assert info.value.address == address
+            # A certificate check is not I/O: no backpressure labels.
+            assert info.value.error_labels == frozenset()
         # Accepting any certificate is explicit, and then the connection works.
         for insecure in ("tlsAllowInvalidCertificates=true", "tlsInsecure=true"):
             conn = open_connection(address, options(f"{uri}&{insecure}"))
@@ -266,8 +268,9 @@ def test_a_wrong_host_name_is_refused_unless_allowed(pki: Pki) -> None:
     with Standalone(tls=tls_server(pki.server_wrong_host)) as server:
         address = address_of(server.member)
         uri = f"mongodb://{server.member.host}/?tls=true&tlsCAFile={pki.ca_file}"
-        with pytest.raises(NetworkError, match="mismatch"):
+        with pytest.raises(NetworkError, match="mismatch") as info:
             open_connection(address, options(uri))
+        assert info.value.error_labels == frozenset()
         conn = open_connection(address, options(f"{uri}&tlsAllowInvalidHostnames=true"))
         try:
             assert conn.command("admin", {"ping": 1})["ok"] == 1
@@ -434,6 +437,7 @@ def test_bad_credentials_fail_at_once(auth_standalone: Standalone, user: str, qu
         open_connection(opts.hosts[0], opts)
     error = info.value
     assert error.code == 18
+    assert not error.has_error_label("SystemOverloadedError")
     assert isinstance(error, OperationFailure)
     assert in_authentication(error)
     for text in (str(error), repr(error), repr(error.details)):
@@ -473,11 +477,14 @@ def test_a_timeout_while_authenticating_is_marked(auth_standalone: Standalone) -
     with pytest.raises(NetworkTimeout) as info:
         open_connection(opts.hosts[0], opts)
     assert in_authentication(info.value)
+    # Backpressure labels are for establishment before authentication only.
+    assert not info.value.has_error_label("SystemOverloadedError")
     # A timeout in the hello itself is not an authentication error.
     member.fail_command("isMaster", block_time_ms=5_000, mode={"times": 1})
     with pytest.raises(NetworkTimeout) as info:
         open_connection(opts.hosts[0], opts)
     assert not in_authentication(info.value)
+    assert info.value.error_labels == {"SystemOverloadedError", "RetryableError"}
     member.clear_fail_points()
 
 

@@ -232,7 +232,7 @@ class Runner:
             cancellation_factory=Cancellation if server is not None else None,
             # The pool's owner (SDAM) clears the pool when a background connection fails,
             # as the Client does ("MongoDB Handshake errors").
-            on_populate_error=lambda exc: self.pool.clear(),
+            on_establish_error=lambda exc, generation: self.pool.clear(),
         )
         self.threads: dict[str, Worker] = {}
         self.labels: dict[str, Any] = {}

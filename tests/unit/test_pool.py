@@ -739,12 +739,12 @@ def test_populate_error_goes_to_the_handler(
     errors: list[BaseException] = []
     pool: Optional[Pool[Conn]] = None
 
-    def handle(exc: BaseException) -> None:
+    def handle(exc: BaseException, generation: int) -> None:
         errors.append(exc)
         assert pool is not None
         pool.clear()
 
-    pool = make_pool(factory, options={"min_pool_size": 1}, on_populate_error=handle)
+    pool = make_pool(factory, options={"min_pool_size": 1}, on_establish_error=handle)
     pool.run_maintenance()
     assert errors == [factory.fail_with]
     assert recorder.kinds(PoolCreatedEvent) == [
@@ -756,6 +756,35 @@ def test_populate_error_goes_to_the_handler(
     assert recorder.of(ConnectionClosedEvent)[0].reason == "error"
     assert pool.total_connection_count == 0
     assert pool.state is PoolState.PAUSED
+
+
+def test_checkout_establishment_error_goes_to_sdam_before_the_close_event(
+    make_pool: Callable[..., Pool[Conn]], recorder: Recorder
+) -> None:
+    """SDAM "MongoDB Handshake errors": the clear comes before ConnectionClosedEvent."""
+    factory = Factory()
+    factory.fail_with = OSError("handshake failed")
+    reported: list[tuple[BaseException, int]] = []
+    pool: Optional[Pool[Conn]] = None
+
+    def handle(exc: BaseException, generation: int) -> None:
+        reported.append((exc, generation))
+        assert pool is not None
+        pool.clear()
+
+    pool = make_pool(factory, on_establish_error=handle)
+    with pytest.raises(OSError, match="handshake failed"):
+        pool.check_out()
+    assert reported == [(factory.fail_with, 0)]
+    assert recorder.kinds(PoolCreatedEvent) == [
+        "PoolReadyEvent",
+        "ConnectionCheckOutStartedEvent",
+        "ConnectionCreatedEvent",
+        "PoolClearedEvent",
+        "ConnectionClosedEvent",
+        "ConnectionCheckOutFailedEvent",
+    ]
+    assert pool.total_connection_count == 0
 
 
 def test_background_thread(make_pool: Callable[..., Pool[Conn]], recorder: Recorder) -> None:

@@ -32,6 +32,8 @@ NOT_WRITABLE_PRIMARY_CODES = frozenset({10107, 13435, 10058})
 SHUTDOWN_CODES = frozenset({11600, 91})
 #: Backpressure: an overloaded server is not an unavailable one.
 SYSTEM_OVERLOADED_LABEL = "SystemOverloadedError"
+#: Goes with SYSTEM_OVERLOADED_LABEL: the operation may be tried again.
+RETRYABLE_ERROR_LABEL = "RetryableError"
 
 
 class ErrorKind(str, enum.Enum):

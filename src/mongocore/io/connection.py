@@ -64,6 +64,7 @@ from mongocore.compression import (
     is_compressible,
     negotiate,
 )
+from mongocore.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
 from mongocore.errors import (
     ConfigurationError,
     MongoCoreError,
@@ -674,6 +675,7 @@ class Connection:
         timeout: Union[float, EllipsisType, None] = ...,
         check: bool = True,
         exhaust_allowed: bool = False,
+        request_id: Optional[int] = None,
     ) -> dict[str, Any]:
         """Run one command and return its reply.
 
@@ -687,6 +689,9 @@ class Connection:
         ``check``: raise OperationFailure for a reply without ``ok: 1`` (the connection
         stays usable). Write concern errors are left to the caller.
 
+        ``request_id``: the message's requestId, if the caller took one from
+        ``next_request_id()`` already (command events report the wire's requestId).
+
         Network errors and timeouts close the connection and raise NetworkError or
         NetworkTimeout; a malformed, oversized or mismatched reply closes it and raises
         ProtocolError.
@@ -696,7 +701,8 @@ class Connection:
                 f"connection {self._id} to {self.address} is streaming replies; read them"
                 " with receive() before sending another command"
             )
-        request_id = next_request_id()
+        if request_id is None:
+            request_id = next_request_id()
         if self.supports_op_msg:
             command["$db"] = database
             data = encode_op_msg(
@@ -961,17 +967,39 @@ def _connect_one(
         return sock
     except socket.timeout as exc:
         _release(sock, cancellation)
-        raise NetworkTimeout(
-            f"connecting to {address} timed out after {timeout}s", address=address
+        raise _overloaded(
+            NetworkTimeout(f"connecting to {address} timed out after {timeout}s", address=address)
         ) from exc
     except OSError as exc:
         _release(sock, cancellation)
         if cancellation is not None and cancellation.cancelled:
             raise NetworkError(f"connecting to {address} was cancelled", address=address) from exc
-        raise NetworkError(f"could not connect to {address}: {exc}", address=address) from exc
+        raise _overloaded(
+            NetworkError(f"could not connect to {address}: {exc}", address=address)
+        ) from exc
     except BaseException:
         _release(sock, cancellation)
         raise
+
+
+def _overloaded(error: NetworkError) -> NetworkError:
+    """Label a network error or timeout met while establishing a connection (TCP,
+    the I/O of the TLS handshake, hello) with the backpressure labels.
+
+    A server that sheds load refuses or drops new connections; the labels tell SDAM
+    not to mark it Unknown nor clear its pool, and tell callers the operation may be
+    tried again. Errors that cannot come from an overloaded server (DNS, certificate
+    checks, authentication, a cancelled establishment) are not labelled.
+    """
+    error.add_error_label(SYSTEM_OVERLOADED_LABEL)
+    error.add_error_label(RETRYABLE_ERROR_LABEL)
+    return error
+
+
+def _tls_io_error(exc: ssl.SSLError) -> bool:
+    """Is this TLS failure the connection's I/O (dropped, reset, closed) rather than
+    the TLS exchange itself (certificate, host name, protocol version)?"""
+    return isinstance(exc, (ssl.SSLEOFError, ssl.SSLSyscallError, ssl.SSLZeroReturnError))
 
 
 def _release(sock: socket.socket, cancellation: Optional[Cancellation]) -> None:
@@ -1048,15 +1076,18 @@ def connect(
         if cancelled and isinstance(exc, NetworkError):
             raise NetworkError(f"connecting to {address} was cancelled", address=address) from exc
         if isinstance(exc, ssl.SSLError):
-            raise NetworkError(
-                f"TLS handshake with {address} failed: {exc}", address=address
-            ) from exc
+            error = NetworkError(f"TLS handshake with {address} failed: {exc}", address=address)
+            raise (_overloaded(error) if _tls_io_error(exc) else error) from exc
         if isinstance(exc, socket.timeout):
-            raise NetworkTimeout(
-                f"TLS handshake with {address} timed out", address=address
+            raise _overloaded(
+                NetworkTimeout(f"TLS handshake with {address} timed out", address=address)
             ) from exc
         if isinstance(exc, OSError):
-            raise NetworkError(f"could not connect to {address}: {exc}", address=address) from exc
+            raise _overloaded(
+                NetworkError(f"could not connect to {address}: {exc}", address=address)
+            ) from exc
+        if isinstance(exc, NetworkError) and not in_authentication(exc):
+            _overloaded(exc)  # the hello exchange failed on the network
         raise
     if cancellation is not None:
         cancellation._attach(None)

@@ -162,6 +162,74 @@ def _is_network_error(exc: Optional[BaseException]) -> bool:
     return isinstance(exc, (NetworkError, ProtocolError))
 
 
+_Taken = tuple[Optional[Connection], Optional[Cancellation]]
+
+
+class _ConnectionSlot:
+    """The monitoring connection of one thread (the monitor's or the RTT thread's),
+    which other threads may abort.
+
+    The owner's lock guards the slot. ``close()`` and ``cancel_check()`` take what is
+    there under the lock and abort it outside (:func:`_abort`): I/O never happens
+    under the lock, and a blocked connect or read ends at once.
+    """
+
+    __slots__ = ("_lock", "cancellation", "connection")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._lock = lock
+        self.connection: Optional[Connection] = None
+        self.cancellation: Optional[Cancellation] = None
+
+    def establish(
+        self,
+        connect: Callable[..., Connection],
+        address: Address,
+        settings: ConnectionSettings,
+        wanted: Callable[[], bool],
+        connection_id: int = 0,
+    ) -> Connection:
+        """Open a monitoring connection and keep it here, as long as ``wanted()``
+        (called with the lock held) stays true; else raise _CheckCancelled."""
+        cancellation = Cancellation()
+        with self._lock:
+            if not wanted():
+                raise _CheckCancelled()
+            self.cancellation = cancellation
+        try:
+            connection = connect(
+                address,
+                settings,
+                connection_id=connection_id,
+                monitoring=True,
+                cancellation=cancellation,
+            )
+        finally:
+            with self._lock:
+                self.cancellation = None
+        with self._lock:
+            keep = wanted()
+            if keep:
+                self.connection = connection
+        if not keep:
+            connection.close("cancelled")
+            raise _CheckCancelled()
+        return connection
+
+    def take_locked(self) -> _Taken:
+        """Empty the slot (the lock is held): the connection and any establishment."""
+        connection, self.connection = self.connection, None
+        return connection, self.cancellation
+
+
+def _abort(taken: _Taken, reason: str) -> None:
+    connection, cancellation = taken
+    if cancellation is not None:
+        cancellation.cancel()
+    if connection is not None:
+        connection.close(reason)
+
+
 class Monitor:
     """Monitors one server on a thread of its own (``mongocore-monitor-<address>``).
 
@@ -199,8 +267,7 @@ class Monitor:
         self._stopped = False
         self._check_requested = False
         self._cancel_generation = 0
-        self._connection: Optional[Connection] = None
-        self._cancellation: Optional[Cancellation] = None
+        self._slot = _ConnectionSlot(self._lock)
         # Used by the monitor thread only:
         self._description = ServerDescription(address)
         self._hello_ok = False
@@ -208,6 +275,9 @@ class Monitor:
         self._last_awaitable_sent = -float("inf")
         self._heartbeat_start: Optional[float] = None
         self._heartbeat_awaited = False
+        # The heartbeat's connection: (mongocore's id, the server's id or None).
+        self._heartbeat_connection: tuple[int, Optional[int]] = (0, None)
+        self._connections_opened = 0
 
     # --- public interface ---------------------------------------------------------------
 
@@ -251,13 +321,9 @@ class Monitor:
         on the usual schedule (or when requested)."""
         with self._lock:
             self._cancel_generation += 1
-            connection, self._connection = self._connection, None
-            cancellation = self._cancellation
+            taken = self._slot.take_locked()
             self._cond.notify_all()
-        if cancellation is not None:
-            cancellation.cancel()
-        if connection is not None:
-            connection.close("cancelled")
+        _abort(taken, "cancelled")
 
     def close(self) -> None:
         """Stop monitoring and join the monitor and RTT threads. Prompt even when a check
@@ -265,15 +331,11 @@ class Monitor:
         with self._lock:
             self._stopped = True
             self._cancel_generation += 1
-            connection, self._connection = self._connection, None
-            cancellation = self._cancellation
+            taken = self._slot.take_locked()
             rtt_monitor = self._rtt_monitor
             thread = self._thread
             self._cond.notify_all()
-        if cancellation is not None:
-            cancellation.cancel()
-        if connection is not None:
-            connection.close("monitor closed")
+        _abort(taken, "monitor closed")
         if rtt_monitor is not None:
             rtt_monitor.close()
         if thread is not None and thread is not threading.current_thread():
@@ -321,7 +383,7 @@ class Monitor:
         supports_streaming = (
             description.type is not ServerType.UNKNOWN and description.topology_version is not None
         )
-        connection = self._connection
+        connection = self._slot.connection
         connection_streaming = connection is not None and connection.more_to_come()
         if self._streaming and supports_streaming:
             self._start_rtt_monitor()
@@ -369,7 +431,7 @@ class Monitor:
             if self._stopped:
                 return _Outcome(None, None)
             generation = self._cancel_generation
-            connection = self._connection
+            connection = self._slot.connection
             self._check_requested = False
         self._heartbeat_start = None
         error: Optional[BaseException] = None
@@ -418,16 +480,19 @@ class Monitor:
         self, connection: Optional[Connection], previous: ServerDescription, generation: int
     ) -> Mapping[str, Any]:
         if connection is None or connection.closed:
-            self._publish_started(awaited=False)
+            self._connections_opened += 1
+            self._publish_started(False, self._connections_opened, None)
             start = time.monotonic()
-            connection = self._establish(generation)
+            connection = self._establish(generation, self._connections_opened)
+            self._heartbeat_connection = (connection.id, connection.server_connection_id)
             duration = getattr(connection, "handshake_duration", None)
             self._rtt.add(duration if duration is not None else time.monotonic() - start)
             self._hello_ok = connection.hello.get("helloOk") is True
             return connection.hello
         settings = self._settings
+        ids = (connection.id, connection.server_connection_id)
         if connection.more_to_come():
-            self._publish_started(awaited=True)
+            self._publish_started(True, *ids)
             streamed = connection.receive(settings.streaming_timeout)
             if streamed.get("ok") != 1:
                 raise command_error_from_reply(streamed)
@@ -436,7 +501,7 @@ class Monitor:
         topology_version = previous.topology_version
         if self._streaming and topology_version is not None:
             self._pace_awaitable_hello(generation)
-            self._publish_started(awaited=True)
+            self._publish_started(True, *ids)
             self._last_awaitable_sent = time.monotonic()
             command = {
                 command_name: 1,
@@ -452,7 +517,7 @@ class Monitor:
             )
             self._note_awaited_reply(previous, reply)
             return reply
-        self._publish_started(awaited=False)
+        self._publish_started(False, *ids)
         start = time.monotonic()
         reply = connection.command("admin", {command_name: 1, "helloOk": True})
         self._rtt.add(time.monotonic() - start)
@@ -480,30 +545,14 @@ class Monitor:
                 self._cond.wait(remaining)
         raise _CheckCancelled()
 
-    def _establish(self, generation: int) -> Connection:
-        cancellation = Cancellation()
-        with self._lock:
-            if self._stopped or self._cancel_generation != generation:
-                raise _CheckCancelled()
-            self._cancellation = cancellation
-        try:
-            connection = self._connect(
-                self._address,
-                self._settings.connection,
-                monitoring=True,
-                cancellation=cancellation,
-            )
-        finally:
-            with self._lock:
-                self._cancellation = None
-        with self._lock:
-            keep = not self._stopped and self._cancel_generation == generation
-            if keep:
-                self._connection = connection
-        if not keep:
-            connection.close("cancelled")
-            raise _CheckCancelled()
-        return connection
+    def _establish(self, generation: int, connection_id: int) -> Connection:
+        return self._slot.establish(
+            self._connect,
+            self._address,
+            self._settings.connection,
+            lambda: not self._stopped and self._cancel_generation == generation,
+            connection_id=connection_id,
+        )
 
     def _is_stopped(self) -> bool:
         return self._stopped
@@ -514,9 +563,8 @@ class Monitor:
 
     def _drop_connection(self) -> None:
         with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close("error")
+            connection, _ = self._slot.take_locked()
+        _abort((connection, None), "error")
 
     # --- RTT thread ----------------------------------------------------------------------
 
@@ -531,20 +579,28 @@ class Monitor:
 
     # --- heartbeat events -------------------------------------------------------------------
 
-    def _publish_started(self, awaited: bool) -> None:
+    def _publish_started(
+        self, awaited: bool, connection_id: int, server_connection_id: Optional[int]
+    ) -> None:
         self._heartbeat_start = time.monotonic()
         self._heartbeat_awaited = awaited
+        self._heartbeat_connection = (connection_id, server_connection_id)
         if self._listeners:
-            self._publisher.publish(
-                self._listeners, "started", ServerHeartbeatStartedEvent(self._address, awaited)
+            event = ServerHeartbeatStartedEvent(
+                self._address, awaited, connection_id, server_connection_id
             )
+            self._publisher.publish(self._listeners, "started", event)
 
     def _publish_succeeded(self, reply: Mapping[str, Any]) -> None:
         start = self._heartbeat_start
         if start is None or not self._listeners:
             return
         event = ServerHeartbeatSucceededEvent(
-            self._address, time.monotonic() - start, reply, self._heartbeat_awaited
+            self._address,
+            time.monotonic() - start,
+            reply,
+            self._heartbeat_awaited,
+            *self._heartbeat_connection,
         )
         self._publisher.publish(self._listeners, "succeeded", event)
 
@@ -554,7 +610,11 @@ class Monitor:
         if start is None or not self._listeners:
             return
         event = ServerHeartbeatFailedEvent(
-            self._address, time.monotonic() - start, error, self._heartbeat_awaited
+            self._address,
+            time.monotonic() - start,
+            error,
+            self._heartbeat_awaited,
+            *self._heartbeat_connection,
         )
         self._publisher.publish(self._listeners, "failed", event)
 
@@ -582,15 +642,11 @@ class _RttMonitor:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._stopped = False
-        self._connection: Optional[Connection] = None
-        self._cancellation: Optional[Cancellation] = None
+        self._slot = _ConnectionSlot(self._lock)
         self._hello_ok = False
         self._thread = threading.Thread(
             target=self._run, name=f"mongocore-rtt-{address}", daemon=True
         )
-
-    def _is_stopped(self) -> bool:
-        return self._stopped
 
     def start(self) -> None:
         self._thread.start()
@@ -598,13 +654,9 @@ class _RttMonitor:
     def close(self) -> None:
         with self._lock:
             self._stopped = True
-            connection, self._connection = self._connection, None
-            cancellation = self._cancellation
+            taken = self._slot.take_locked()
             self._cond.notify_all()
-        if cancellation is not None:
-            cancellation.cancel()
-        if connection is not None:
-            connection.close("monitor closed")
+        _abort(taken, "monitor closed")
         if self._thread.ident is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
@@ -616,9 +668,8 @@ class _RttMonitor:
             except Exception as exc:
                 _log.debug("RTT measurement of %s failed: %s", self._address, exc)
                 with self._lock:
-                    connection, self._connection = self._connection, None
-                if connection is not None:
-                    connection.close("error")
+                    connection, _ = self._slot.take_locked()
+                _abort((connection, None), "error")
             with self._cond:
                 deadline = time.monotonic() + frequency
                 while not self._stopped:
@@ -630,31 +681,15 @@ class _RttMonitor:
                     return
 
     def _ping(self) -> float:
-        connection = self._connection
+        connection = self._slot.connection
         if connection is None or connection.closed:
-            cancellation = Cancellation()
-            with self._lock:
-                if self._stopped:
-                    raise _CheckCancelled()
-                self._cancellation = cancellation
             start = time.monotonic()
-            try:
-                connection = self._connect(
-                    self._address,
-                    self._settings.connection,
-                    monitoring=True,
-                    cancellation=cancellation,
-                )
-            finally:
-                with self._lock:
-                    self._cancellation = None
-            with self._lock:
-                keep = not self._is_stopped()
-                if keep:
-                    self._connection = connection
-            if not keep:
-                connection.close("monitor closed")
-                raise _CheckCancelled()
+            connection = self._slot.establish(
+                self._connect,
+                self._address,
+                self._settings.connection,
+                lambda: not self._stopped,
+            )
             self._hello_ok = connection.hello.get("helloOk") is True
             duration = getattr(connection, "handshake_duration", None)
             return duration if duration is not None else time.monotonic() - start

@@ -306,9 +306,11 @@ class Pool(Generic[C]):
     ``connect`` creates and establishes connections (see :class:`ConnectionFactory`);
     the pool is generic in their type, so ``check_out`` returns what ``connect`` makes.
     ``load_balanced`` switches on per-serviceId generations ("Load Balancer Mode").
-    ``on_populate_error`` receives errors of background connection creation (for
-    minPoolSize), which the spec hands to SDAM's error handling; without it they are
-    logged. ``clock`` is the monotonic clock used for idle times (maxIdleTimeMS).
+    ``on_establish_error`` receives each error of connection establishment, for a
+    checkOut or for minPoolSize, with the failed connection's generation: the spec
+    hands these to SDAM's error handling, whose pool clear must precede the failed
+    connection's ConnectionClosedEvent. Without it, background errors are logged.
+    ``clock`` is the monotonic clock used for idle times (maxIdleTimeMS).
     """
 
     def __init__(
@@ -320,7 +322,7 @@ class Pool(Generic[C]):
         *,
         load_balanced: bool = False,
         maintenance_interval: Optional[float] = DEFAULT_MAINTENANCE_INTERVAL,
-        on_populate_error: Optional[Callable[[BaseException], None]] = None,
+        on_establish_error: Optional[Callable[[BaseException, int], None]] = None,
         clock: Callable[[], float] = time.monotonic,
         cancellation_factory: Optional[Callable[[], Cancellable]] = None,
     ) -> None:
@@ -337,7 +339,7 @@ class Pool(Generic[C]):
         self._cmap = bool(self._listeners)
         self._load_balanced = load_balanced
         self._maintenance_interval = maintenance_interval
-        self._on_populate_error = on_populate_error
+        self._on_establish_error = on_establish_error
         self._clock = clock
         # With a cancellation factory, ``connect`` is called with ``cancellation=``, and a
         # clear with interruptInUseConnections aborts connections still being established.
@@ -643,12 +645,20 @@ class Pool(Generic[C]):
             conn = self._connect_pending(pending)
         except BaseException as exc:
             with self._lock:
-                self._abandon_pending_locked(pending.connection_id)
-                self._emit_check_out_failed_locked(CheckOutFailedReason.CONNECTION_ERROR, started)
                 interrupted = (
                     not self._load_balanced and pending.generation <= self._interrupted_generation
                 )
-            self._flush()
+            try:
+                if not interrupted and isinstance(exc, Exception):
+                    # SDAM first: its pool clear precedes the ConnectionClosedEvent.
+                    self._report_establish_error(exc, pending.generation)
+            finally:
+                with self._lock:
+                    self._abandon_pending_locked(pending.connection_id)
+                    self._emit_check_out_failed_locked(
+                        CheckOutFailedReason.CONNECTION_ERROR, started
+                    )
+                self._flush()
             if interrupted and isinstance(exc, Exception):
                 # Aborted by a clear with interruptInUseConnections.
                 raise interrupted_error(self._address) from exc
@@ -957,7 +967,7 @@ class Pool(Generic[C]):
         except Exception as exc:
             try:
                 # The spec defers this error to SDAM; its pool clear precedes the close.
-                self._report_populate_error(exc)
+                self._report_establish_error(exc, pending.generation)
             finally:
                 with self._lock:
                     self._abandon_pending_locked(pending.connection_id)
@@ -1002,17 +1012,17 @@ class Pool(Generic[C]):
             self._finish(to_close)
         return not to_close
 
-    def _report_populate_error(self, exc: BaseException) -> None:
-        handler = self._on_populate_error
+    def _report_establish_error(self, exc: BaseException, generation: int) -> None:
+        handler = self._on_establish_error
         if handler is None:
-            _log.warning(
-                "could not create a connection to %s for minPoolSize: %s", self._address, exc
-            )
+            _log.warning("could not create a connection to %s: %s", self._address, exc)
             return
         try:
-            handler(exc)
+            handler(exc, generation)
         except Exception:
-            _log.exception("the populate error handler of the pool for %s raised", self._address)
+            _log.exception(
+                "the establishment error handler of the pool for %s raised", self._address
+            )
 
     def _maintenance_loop(self) -> None:
         interval = self._maintenance_interval

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional, Protocol
 
+from bson import ObjectId
+
 from mongocore.address import Address
 from mongocore.description.errors import ApplicationError, ErrorDecision, ErrorKind, classify
 from mongocore.description.server import ServerDescription
@@ -121,7 +123,8 @@ class Topology:
         self._servers: dict[Address, Server] = {}
         self._opened = False
         self._closed = False
-        self.topology_id = object()
+        # Unique per topology; an ObjectId, so that log messages can show it.
+        self.topology_id: object = ObjectId()
 
     # --- life cycle -------------------------------------------------------------
 

@@ -14,6 +14,7 @@ __all__ = [
     "CODE_NAMES",
     "RETRYABLE_WRITE_CODES",
     "STATE_CHANGE_CODES",
+    "TOPOLOGY_VERSION_CODES",
     "CloseConnection",
     "CommandError",
     "code_name",
@@ -77,9 +78,13 @@ RETRYABLE_WRITE_CODES: frozenset[int] = frozenset(
     {6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 134}
 )
 
-# "Not primary" and "node is recovering" errors: the server adds its topologyVersion
-# to these replies so that a client can tell a stale error from a fresh one.
+# "Not primary" and "node is recovering" errors.
 STATE_CHANGE_CODES: frozenset[int] = frozenset({91, 189, 10107, 11600, 11602, 13435, 13436})
+
+# The server's "NotPrimaryError" category: it adds its topologyVersion to these replies
+# so that a client can tell a stale error from a fresh one. Shutdown errors (91, 11600)
+# carry one only while a server quiesces, which the simulator does not model.
+TOPOLOGY_VERSION_CODES: frozenset[int] = frozenset({189, 10107, 11602, 13435, 13436})
 
 
 def code_name(code: int) -> str:

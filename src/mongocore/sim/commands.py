@@ -11,19 +11,21 @@ all (primary, secondary with secondaryOk, arbiter) is decided by the member befo
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import platform
 import random
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from bson import Binary, Int64
 from bson.son import SON
 from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
+from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.store import DataStore, translate_store_errors
 
 __all__ = [
@@ -49,6 +51,7 @@ MAX_WRITE_BATCH_SIZE = 100_000
 DEFAULT_FIRST_BATCH = 101
 
 Reply = dict[str, Any]
+T = TypeVar("T")
 
 
 def _matches(flt: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
@@ -133,6 +136,7 @@ class CommandContext:
     reader: Any  # the mongomock client reads come from (the primary's or a lagging view)
     cursors: CursorTable
     data_members: int = 1  # data-bearing members, for write concern checks
+    retryable: Optional[RetryableWrite] = None  # a retryable write's statements
 
     @property
     def target(self) -> Any:
@@ -148,6 +152,23 @@ class CommandContext:
 
     def namespace(self, coll: Optional[str] = None) -> str:
         return f"{self.db}.{coll if coll is not None else self.collection_name()}"
+
+    def executed(self, stmt_id: int) -> Optional[Reply]:
+        """A retryable write's statement an earlier attempt applied: its recorded result."""
+        return None if self.retryable is None else self.retryable.executed(stmt_id)
+
+    def write(
+        self,
+        stmt_id: int,
+        coll: str,
+        apply: Callable[[], T],
+        result: Callable[[T], Mapping[str, Any]],
+    ) -> T:
+        """Apply one statement; a retryable write's statement is recorded (and may meet the
+        ``onPrimaryTransactionalWrite`` fail point)."""
+        if self.retryable is None:
+            return apply()
+        return self.retryable.write(stmt_id, self.db, coll, apply, result)
 
 
 Handler = Callable[[CommandContext], Reply]
@@ -194,14 +215,31 @@ def cmd_insert(ctx: CommandContext) -> Reply:
     n = 0
     errors: list[Reply] = []
     for index, doc in enumerate(_documents(ctx, "documents")):
+        prior = ctx.executed(index)
+        if prior is not None:
+            n += int(prior["n"])
+            continue
         try:
-            ctx.store.insert(ctx.db, coll, doc)
+            ctx.write(
+                index, coll, functools.partial(ctx.store.insert, ctx.db, coll, doc), _inserted
+            )
             n += 1
         except CommandError as exc:
             errors.append(_write_error(index, exc))
             if ordered:
                 break
     return _write_reply(n, errors)
+
+
+def _inserted(_: None) -> Reply:
+    return {"n": 1}
+
+
+def _updated(outcome: tuple[int, int, Any]) -> Reply:
+    matched, changed, upserted_id = outcome
+    if upserted_id is not None:
+        return {"n": 1, "nModified": 0, "upserted": upserted_id}
+    return {"n": matched, "nModified": changed}
 
 
 def cmd_update(ctx: CommandContext) -> Reply:
@@ -211,8 +249,10 @@ def cmd_update(ctx: CommandContext) -> Reply:
     upserted: list[Reply] = []
     errors: list[Reply] = []
     for index, statement in enumerate(_documents(ctx, "updates")):
-        try:
-            matched, changed, upserted_id = ctx.store.update(
+        result = ctx.executed(index)
+        if result is None:
+            apply = functools.partial(
+                ctx.store.update,
                 ctx.db,
                 coll,
                 statement.get("q", {}),
@@ -221,23 +261,26 @@ def cmd_update(ctx: CommandContext) -> Reply:
                 upsert=bool(statement.get("upsert", False)),
                 array_filters=statement.get("arrayFilters"),
             )
-        except CommandError as exc:
-            errors.append(_write_error(index, exc))
-            if ordered:
-                break
-            continue
-        if upserted_id is not None:
-            n += 1
-            upserted.append({"index": index, "_id": upserted_id})
-        else:
-            n += matched
-            modified += changed
+            try:
+                result = _updated(ctx.write(index, coll, apply, _updated))
+            except CommandError as exc:
+                errors.append(_write_error(index, exc))
+                if ordered:
+                    break
+                continue
+        n += int(result["n"])
+        modified += int(result["nModified"])
+        if "upserted" in result:
+            upserted.append({"index": index, "_id": result["upserted"]})
     extra: dict[str, Any] = {}
     if upserted:
         extra["upserted"] = upserted
     extra["nModified"] = modified
-    reply = _write_reply(n, errors, **extra)
-    return reply
+    return _write_reply(n, errors, **extra)
+
+
+def _deleted(count: int) -> Reply:
+    return {"n": count}
 
 
 def cmd_delete(ctx: CommandContext) -> Reply:
@@ -256,8 +299,15 @@ def cmd_delete(ctx: CommandContext) -> Reply:
             if ordered:
                 break
             continue
+        prior = ctx.executed(index)
+        if prior is not None:
+            n += int(prior["n"])
+            continue
+        apply = functools.partial(
+            ctx.store.delete, ctx.db, coll, statement.get("q", {}), int(limit)
+        )
         try:
-            n += ctx.store.delete(ctx.db, coll, statement.get("q", {}), int(limit))
+            n += ctx.write(index, coll, apply, _deleted)
         except CommandError as exc:
             errors.append(_write_error(index, exc))
             if ordered:
@@ -273,7 +323,12 @@ def cmd_find_and_modify(ctx: CommandContext) -> Reply:
         raise CommandError(9, "Either an update or remove=true must be specified")
     if remove and (cmd.get("new") or cmd.get("upsert")):
         raise CommandError(9, "Cannot specify both new=true and remove=true or upsert=true")
-    value, last_error = ctx.store.find_and_modify(
+    prior = ctx.executed(0)
+    if prior is not None:
+        # A retried findAndModify is answered from the recorded images.
+        return {**prior, "ok": 1.0}
+    apply = functools.partial(
+        ctx.store.find_and_modify,
         ctx.db,
         coll,
         query=cmd.get("query") or {},
@@ -285,7 +340,13 @@ def cmd_find_and_modify(ctx: CommandContext) -> Reply:
         upsert=bool(cmd.get("upsert", False)),
         array_filters=cmd.get("arrayFilters"),
     )
+    value, last_error = ctx.write(0, coll, apply, _found_and_modified)
     return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
+
+
+def _found_and_modified(outcome: tuple[Optional[Reply], Reply]) -> Reply:
+    value, last_error = outcome
+    return {"lastErrorObject": dict(last_error), "value": value}
 
 
 # -- reads -----------------------------------------------------------------------------

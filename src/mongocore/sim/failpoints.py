@@ -1,4 +1,5 @@
-"""Fail points: the server's ``configureFailPoint`` test command, ``failCommand`` in particular.
+"""Fail points: the server's ``configureFailPoint`` test command: ``failCommand`` and
+``onPrimaryTransactionalWrite``.
 
 The official test suites configure ``failCommand`` with a mode (``"alwaysOn"``,
 ``"off"``, ``{times: n}``, ``{skip: n}``, ``{activationProbability: p}``) and data:
@@ -8,6 +9,14 @@ The official test suites configure ``failCommand`` with a mode (``"alwaysOn"``,
 application) and ``failInternalCommands``. A 7.0 server applies them in this order:
 block, then close the connection, then fail with the error code, else run the command
 and attach the write concern error.
+
+``onPrimaryTransactionalWrite`` acts on the statements of retryable writes (a write
+command carrying a txnNumber, outside a transaction) on a primary, once per statement
+that writes, at the point where a server records the statement for its session, just
+before the statement commits. Its data: ``closeConnection`` (default true) closes the
+connection without a reply; ``failBeforeCommitExceptionCode`` fails the statement with
+that code, so it is neither applied nor recorded. Without the code the statement is
+applied and recorded before the connection closes.
 """
 
 from __future__ import annotations
@@ -19,9 +28,15 @@ from typing import Any, Optional, Union
 
 from mongocore.sim.codes import RETRYABLE_WRITE_CODES, CommandError
 
-__all__ = ["FailCommandAction", "FailPoint", "FailPoints", "parse_mode"]
+__all__ = [
+    "FailCommandAction",
+    "FailPoint",
+    "FailPoints",
+    "TransactionalWriteAction",
+    "parse_mode",
+]
 
-SUPPORTED_FAIL_POINTS = frozenset({"failCommand"})
+SUPPORTED_FAIL_POINTS = frozenset({"failCommand", "onPrimaryTransactionalWrite"})
 
 Mode = Union[str, Mapping[str, Any]]
 
@@ -120,6 +135,18 @@ class FailCommandAction:
         self.write_concern_error: Optional[dict[str, Any]] = dict(wce) if wce else None
 
 
+class TransactionalWriteAction:
+    """What ``onPrimaryTransactionalWrite`` does to one statement of a retryable write."""
+
+    __slots__ = ("close_connection", "error_code")
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        # The server closes the connection unless told not to.
+        self.close_connection = bool(data.get("closeConnection", True))
+        code = data.get("failBeforeCommitExceptionCode")
+        self.error_code: Optional[int] = None if code is None else int(code)
+
+
 class FailPoints:
     """The fail points of one simulated process. Not thread-safe: the owner locks."""
 
@@ -139,6 +166,8 @@ class FailPoints:
         entered = previous.entered if previous is not None else 0
         if name == "failCommand" and kind != "off":
             _check_fail_command_data(data or {})
+        if name == "onPrimaryTransactionalWrite" and kind != "off":
+            _check_transactional_write_data(data or {})
         self._points[name] = FailPoint(name, kind, count, probability, dict(data or {}))
         return entered
 
@@ -172,6 +201,20 @@ class FailPoints:
             return None
         return FailCommandAction(data, has_txn_number)
 
+    def transactional_write_armed(self) -> Optional[Mapping[str, Any]]:
+        """The data of ``onPrimaryTransactionalWrite`` while it is on, else None."""
+        point = self._points.get("onPrimaryTransactionalWrite")
+        if point is None or not point.active:
+            return None
+        return point.data
+
+    def on_primary_transactional_write(self) -> Optional[TransactionalWriteAction]:
+        """A statement of a retryable write is about to commit: the action, if the point fires."""
+        point = self._points.get("onPrimaryTransactionalWrite")
+        if point is None or not point.active or not point.fire():
+            return None
+        return TransactionalWriteAction(point.data)
+
 
 def _check_fail_command_data(data: Mapping[str, Any]) -> None:
     commands = data.get("failCommands")
@@ -179,3 +222,12 @@ def _check_fail_command_data(data: Mapping[str, Any]) -> None:
         raise CommandError(2, "'failCommands' must be an array of command names")
     if data.get("blockConnection") and "blockTimeMS" not in data:
         raise CommandError(2, "'blockTimeMS' must be set when 'blockConnection' is true")
+
+
+def _check_transactional_write_data(data: Mapping[str, Any]) -> None:
+    close = data.get("closeConnection", True)
+    if not isinstance(close, bool):
+        raise CommandError(14, "'closeConnection' must be a boolean")
+    code = data.get("failBeforeCommitExceptionCode")
+    if code is not None and (not isinstance(code, (int, float)) or isinstance(code, bool)):
+        raise CommandError(14, "'failBeforeCommitExceptionCode' must be a number")

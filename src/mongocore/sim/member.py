@@ -29,6 +29,7 @@ from bson import Int64, ObjectId
 from mongocore.sim.codes import (
     RETRYABLE_WRITE_CODES,
     STATE_CHANGE_CODES,
+    TOPOLOGY_VERSION_CODES,
     CloseConnection,
     CommandError,
     error_reply,
@@ -47,6 +48,7 @@ from mongocore.sim.commands import (
 from mongocore.sim.failpoints import FailPoints, Mode
 from mongocore.sim.security import AUTH_COMMANDS, Security
 from mongocore.sim.server import Connection, WireServer
+from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.store import DataStore, OpTime, ReplicaView
 from mongocore.wire import (
     MORE_TO_COME,
@@ -494,7 +496,7 @@ class Process:
             if "RetryableWriteError" not in labels:
                 labels.append("RetryableWriteError")
             reply["errorLabels"] = labels
-        if exc.code in STATE_CHANGE_CODES:
+        if exc.code in TOPOLOGY_VERSION_CODES:
             reply["topologyVersion"] = self.topology_version
         self._owner.decorate(reply)
         return reply
@@ -707,6 +709,12 @@ class Member(Process):
         except CommandError as exc:
             with self.cond:
                 return self._error(exc, cmd)
+        except CloseConnection:
+            # The member closed the mongos's connection (onPrimaryTransactionalWrite).
+            with self.cond:
+                return self._error(
+                    CommandError(6, f"connection to {self.host} closed before a reply"), cmd
+                )
         if outcome is None:
             raise CommandError(89, f"no reply from {self.host}")
         return outcome.reply
@@ -737,6 +745,7 @@ class Member(Process):
             self._check_role(kind, secondary_ok)
             lsid = cmd.get("lsid")
             txn_number = cmd.get("txnNumber")
+            retryable: Optional[RetryableWrite] = None
             if txn_number is not None:
                 if not owner.is_replica_set:
                     raise CommandError(
@@ -756,11 +765,10 @@ class Member(Process):
                     raise CommandError(
                         72, "Transaction number requires a session ID to also be specified"
                     )
-                recorded = owner.store.sessions.begin(lsid, int(txn_number))
-                if recorded is not None:
-                    # A retry of a write that already ran: the same reply, nothing applied.
-                    owner.decorate(recorded)
-                    return Outcome(recorded)
+                # A retry runs again, but its statements that already wrote are only
+                # answered from the session's records (sim/sessions.py).
+                owner.store.sessions.begin(lsid, int(txn_number))
+                retryable = RetryableWrite(owner.store, self.failpoints, lsid, int(txn_number))
             if kind == "read" and self.role != PRIMARY:
                 self._wait_for_read_concern(conn, cmd)
             ctx = CommandContext(
@@ -771,6 +779,7 @@ class Member(Process):
                 reader=self.reader() if kind != "write" else owner.store.client,
                 cursors=self.cursors,
                 data_members=owner.data_bearing_count(),
+                retryable=retryable,
             )
             reply = COMMANDS[name].handler(ctx)
             if txn_number is not None and isinstance(lsid, Mapping):

@@ -27,7 +27,14 @@ from pymongo import errors as pymongo_errors
 from mongocore.sim.codes import CommandError
 from mongocore.sim.sessions import SessionRecords
 
-__all__ = ["DataStore", "OpTime", "OplogEntry", "ReplicaView", "translate_store_errors"]
+__all__ = [
+    "Checkpoint",
+    "DataStore",
+    "OpTime",
+    "OplogEntry",
+    "ReplicaView",
+    "translate_store_errors",
+]
 
 Document = dict[str, Any]
 
@@ -60,6 +67,17 @@ class OplogEntry(NamedTuple):
     doc_id: Any = None
     doc: Optional[Document] = None
     command: Optional[Document] = None
+
+
+class Checkpoint(NamedTuple):
+    """One collection's content and the oplog's end, to undo a statement that must not commit."""
+
+    db: str
+    coll: str
+    existed: bool
+    documents: list[Document]
+    oplog_end: int
+    last_optime: OpTime
 
 
 def translate_store_errors(exc: BaseException, namespace: str) -> CommandError:
@@ -166,6 +184,31 @@ class DataStore:
         else:
             self._oplog_base += len(self._oplog)
             self._oplog.clear()
+
+    def checkpoint(self, db: str, coll: str) -> Checkpoint:
+        """Remember ``db.coll`` as it is, for :meth:`rollback` (the owner holds the lock)."""
+        existed = self.collection_exists(db, coll)
+        documents = copy.deepcopy(list(self.collection(db, coll).find())) if existed else []
+        return Checkpoint(db, coll, existed, documents, self.oplog_end, self.last_optime)
+
+    def rollback(self, checkpoint: Checkpoint) -> None:
+        """Undo the writes to the checkpoint's collection since it was taken, and forget
+        their oplog entries (no member can have applied them: the lock was held)."""
+        db, coll = checkpoint.db, checkpoint.coll
+        if not checkpoint.existed:
+            self.client[db].drop_collection(coll)
+        else:
+            collection = self.collection(db, coll)
+            collection.delete_many({})
+            if checkpoint.documents:
+                collection.insert_many(copy.deepcopy(checkpoint.documents))
+        written = self.oplog_end - checkpoint.oplog_end
+        if written > 0:
+            if self._views:
+                del self._oplog[len(self._oplog) - written :]
+            else:
+                self._oplog_base -= written
+        self.last_optime = checkpoint.last_optime
 
     # -- collections -----------------------------------------------------------------
 

@@ -1,0 +1,175 @@
+"""The deployments the unified suites run against: ``mongocore.sim`` (MongoDB 7.0, wire
+version 21) as a standalone, a replica set, a sharded cluster or a load-balanced
+mongos, with or without authentication.
+
+A test module starts the deployments its tests need once, in a module-scoped fixture
+(so their threads exist before each test's thread-leak check), and resets them after
+every test: fail points cleared on every process and a primary present. Collection
+data is reset by each test's ``initialData``, through the internal client.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from mongocore.sim import (
+    BUILD_VERSION,
+    LoadBalanced,
+    ReplicaSet,
+    ShardedCluster,
+    Standalone,
+    User,
+)
+
+#: The topologies the simulator offers, by their runOnRequirement names.
+TOPOLOGIES = ("single", "replicaset", "sharded", "load-balanced")
+SERVER_VERSION: tuple[int, int, int] = tuple(int(p) for p in BUILD_VERSION.split("."))  # type: ignore[assignment]
+
+#: Elections in the simulated replica sets: short, so failovers end quickly.
+ELECTION_DELAY = 0.05
+#: Routers of the simulated sharded cluster (useMultipleMongoses: true needs two).
+MONGOSES = 2
+
+#: The one user of an authenticated deployment (SCRAM, both mechanisms, on admin).
+USER = "unified-runner"
+PASSWORD = "unified-runner-password"
+
+Sim = Union[Standalone, ReplicaSet, ShardedCluster, LoadBalanced]
+
+
+@dataclass(frozen=True, order=True)
+class Environment:
+    """A topology, with or without authentication."""
+
+    topology: str
+    auth: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.topology}{'+auth' if self.auth else ''}"
+
+
+class Deployment:
+    """One running simulated deployment and what the runner needs of it."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        users = [User(USER, PASSWORD)] if env.auth else []
+        self.sim: Sim
+        if env.topology == "single":
+            self.sim = Standalone(users=users)
+        elif env.topology == "replicaset":
+            self.sim = ReplicaSet(3, election_delay=ELECTION_DELAY, users=users)
+        elif env.topology == "sharded":
+            self.sim = ShardedCluster(MONGOSES, election_delay=ELECTION_DELAY, users=users)
+        elif env.topology == "load-balanced":
+            self.sim = LoadBalanced(election_delay=ELECTION_DELAY, users=users)
+        else:
+            raise ValueError(f"unknown topology {env.topology!r}")
+
+    def start(self) -> None:
+        self.sim.start()
+
+    def stop(self) -> None:
+        self.sim.stop()
+
+    @property
+    def version(self) -> tuple[int, int, int]:
+        return SERVER_VERSION
+
+    def hosts(self, use_multiple_mongoses: Optional[bool] = None) -> list[str]:
+        """The seeds for a client. With ``useMultipleMongoses: false`` a sharded cluster
+        is reached through its first mongos only; otherwise through all of them."""
+        sim = self.sim
+        if isinstance(sim, ReplicaSet):
+            return list(sim.hosts)
+        hosts = [m.host for m in sim.members]
+        if isinstance(sim, ShardedCluster) and use_multiple_mongoses is False:
+            return hosts[:1]
+        return hosts
+
+    def uri(self, use_multiple_mongoses: Optional[bool] = None) -> str:
+        """The suite's connection string for this deployment (the test's uriOptions are
+        passed to the client on top of it, and win)."""
+        query: dict[str, str] = {}
+        if isinstance(self.sim, ReplicaSet):
+            query["replicaSet"] = self.sim.name
+        if isinstance(self.sim, ShardedCluster) and self.sim.load_balanced:
+            query["loadBalanced"] = "true"
+        credentials = ""
+        if self.env.auth:
+            credentials = f"{urllib.parse.quote_plus(USER)}:{urllib.parse.quote_plus(PASSWORD)}@"
+        hosts = ",".join(self.hosts(use_multiple_mongoses))
+        suffix = "/?" + urllib.parse.urlencode(query) if query else "/"
+        return f"mongodb://{credentials}{hosts}{suffix}"
+
+    def processes(self) -> list[Any]:
+        """Every simulated process that may hold a fail point."""
+        sim = self.sim
+        if isinstance(sim, ShardedCluster):
+            return list(sim.members) + list(sim.shard.members)
+        return list(sim.members)
+
+    def reset(self) -> None:
+        """After a test's operations: no fail point left anywhere, and a primary."""
+        for process in self.processes():
+            process.clear_fail_points()
+        sim = self.sim
+        if isinstance(sim, ReplicaSet):
+            sim.wait_for_primary(20.0)
+        elif isinstance(sim, ShardedCluster):
+            sim.shard.wait_for_primary(20.0)
+
+    def release(self) -> None:
+        """After the test's clients are closed: close the server side of their
+        connections too, and wake what waits on them (an awaitable hello, a blocked
+        fail point), so the threads serving them end now. A client closing its socket
+        does not wake a hello waiting for maxAwaitTimeMS, nor a streamed one."""
+        for process in self.processes():
+            process.server.close_connections()
+            with process.cond:
+                process.cond.notify_all()
+
+
+class Deployments:
+    """The deployments of one test module, started together and stopped together."""
+
+    def __init__(self, environments: Iterable[Environment]) -> None:
+        self._deployments: dict[Environment, Deployment] = {
+            env: Deployment(env) for env in sorted(set(environments))
+        }
+
+    def start(self) -> None:
+        try:
+            for deployment in self._deployments.values():
+                deployment.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for deployment in self._deployments.values():
+            deployment.stop()
+
+    def __getitem__(self, env: Environment) -> Deployment:
+        try:
+            return self._deployments[env]
+        except KeyError:
+            raise KeyError(f"no {env} deployment was started for this module") from None
+
+    @property
+    def environments(self) -> Mapping[Environment, Deployment]:
+        return self._deployments
+
+
+@contextmanager
+def running(environments: Iterable[Environment]) -> Iterator[Deployments]:
+    deployments = Deployments(environments)
+    deployments.start()
+    try:
+        yield deployments
+    finally:
+        deployments.stop()

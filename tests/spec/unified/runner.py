@@ -1,0 +1,616 @@
+"""Unified test format: "Executing a Test", "Executing an Operation", "Special Test
+Operations", "expectedError", "expectEvents", "expectLogMessages" and "outcome", against
+mongocore's Client on the simulated deployment.
+
+:func:`run_case` is what each pytest test calls. It looks the test up in
+``specs/deviations.toml`` first: a [[not_applicable]] entry skips it with the
+entry's reason; a [[deviation]] entry names the seed transformation
+(:mod:`tests.spec.unified.seed`) applied to the test's expectations before it runs.
+The test then runs against every simulated topology its runOnRequirements allow.
+A test that no simulated topology satisfies must be listed as not applicable.
+
+Beyond the format's assertions the runner checks one rule of the retryable-writes
+seed on every test: a client whose ``retryWrites`` is off never sends a
+``txnNumber``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import pytest
+
+from mongocore import log_messages
+from mongocore.client import Client
+from mongocore.collection import Database, ReadConcern, WriteConcern
+from mongocore.description.topology import TopologyDescription
+from mongocore.errors import BulkWriteError, MongoCoreError, OperationFailure
+from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.session import ClientSession
+from tests.spec import deviations
+from tests.spec.unified import operations, seed
+from tests.spec.unified.cases import UnifiedCase, environments, schema_supported
+from tests.spec.unified.deployments import Deployment, Deployments, Environment
+from tests.spec.unified.entities import (
+    WAIT_TIMEOUT,
+    ClientEntity,
+    EntityMap,
+    ThreadEntity,
+    UnsupportedFeature,
+    target_options,
+)
+from tests.spec.unified.events import EventLog, LogCapture, assert_events, assert_log_messages
+from tests.spec.unified.matching import match, match_documents
+
+#: Clients the runner creates wait at most this long for a server (a failing test
+#: fails in this time rather than the 30 s default).
+SERVER_SELECTION_TIMEOUT_MS = 20_000
+#: The heartbeat the runner gives clients whose uriOptions do not set one ("Executing
+#: a Test": a runner MAY lower it for tests with fail points).
+HEARTBEAT_FREQUENCY_MS = 500
+#: The max document length of clients that observe log messages. Hello replies (with
+#: lastWrite and $clusterTime) exceed the default 1000, and $$matchAsDocument must
+#: parse a heartbeat's whole reply; other drivers' runners raise the length likewise.
+LOG_MAX_DOCUMENT_LENGTH = 10_000
+
+
+def run_case(case: Any, deployments: Deployments) -> None:
+    """Run one unified test case (the body of every generated pytest test)."""
+    if not isinstance(case, UnifiedCase):
+        pytest.skip("spec suite not available")
+    entry = deviations.not_applicable(case.suite, case.test_id)
+    if entry is not None:
+        pytest.skip(" ".join(str(entry["reason"]).split()))
+    document, test = case.load()
+    if not schema_supported(str(document.get("schemaVersion", ""))):
+        raise AssertionError(
+            f"{case.path.name}: schemaVersion {document.get('schemaVersion')} is not supported"
+        )
+    if test.get("skipReason"):
+        raise AssertionError(
+            f"the test carries skipReason {test['skipReason']!r} and no [[not_applicable]] entry"
+        )
+    envs = environments(document, test)
+    if not envs:
+        raise AssertionError(
+            "no simulated deployment satisfies the runOnRequirements of this test "
+            f"({document.get('runOnRequirements')} / {test.get('runOnRequirements')}), and "
+            "specs/deviations.toml has no [[not_applicable]] entry for it"
+        )
+    deviation = deviations.deviation(case.suite, case.test_id)
+    if deviation is not None:
+        test = seed.transform(str(deviation.get("transform", "")), document, test)
+    for env in envs:
+        deployment = deployments[env]
+        try:
+            TestRun(document, test, deployment).run()
+        except AssertionError as exc:
+            raise AssertionError(f"[{env}] {exc}") from exc
+
+
+class TestRun:
+    """One execution of one test against one deployment."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(
+        self, document: Mapping[str, Any], test: Mapping[str, Any], deployment: Deployment
+    ) -> None:
+        self.document = document
+        self.test = test
+        self.deployment = deployment
+        self.entities = EntityMap()
+        self.internal: Optional[Client] = None
+        self.snapshot: Optional[dict[tuple[str, str], list[dict[str, Any]]]] = None
+
+    @property
+    def env(self) -> Environment:
+        return self.deployment.env
+
+    # --- the test ------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self.internal = Client(
+                self.deployment.uri(use_multiple_mongoses=False),
+                heartbeatFrequencyMS=HEARTBEAT_FREQUENCY_MS,
+                serverSelectionTimeoutMS=SERVER_SELECTION_TIMEOUT_MS,
+            )
+            for data in self.document.get("initialData", []):
+                self._set_up_collection(data)
+            self._create_entities(self.document.get("createEntities", []))
+            for operation in self.test["operations"]:
+                self.execute(operation)
+            self._stop_threads(check=True)
+            for entity in self.entities.values():
+                if isinstance(entity, ClientEntity):
+                    entity.log.freeze()
+                    if entity.log_messages is not None:
+                        entity.log_messages.freeze()
+            # Fail points off before the outcome is read ("Executing a Test").
+            self.deployment.reset()
+            self._check_no_txn_number_without_retry_writes()
+            for expected in self.test.get("expectEvents", []):
+                self._check_events(expected)
+            for expected in self.test.get("expectLogMessages", []):
+                self._check_log_messages(expected)
+            self._check_outcome()
+        finally:
+            self._tear_down()
+
+    def _tear_down(self) -> None:
+        self._stop_threads(check=False)
+        for entity in self.entities.values():
+            if isinstance(entity, ClientSession):
+                entity.end_session()
+        for entity in self.entities.values():
+            if isinstance(entity, ClientEntity):
+                entity.close()
+        for entity in reversed(self.entities.values()):
+            if isinstance(entity, ClientEntity) and entity.log_messages is not None:
+                entity.log_messages.detach()
+        if self.internal is not None:
+            self.internal.close()
+        self.deployment.reset()
+        self.deployment.release()
+
+    def _stop_threads(self, *, check: bool) -> None:
+        for entity in self.entities.values():
+            if isinstance(entity, ThreadEntity):
+                stopped = entity.stop()
+                if check and not stopped:
+                    raise AssertionError(f"thread {entity.id} did not finish")
+
+    # --- initialData and outcome -------------------------------------------------------
+
+    def _set_up_collection(self, data: Mapping[str, Any]) -> None:
+        assert self.internal is not None
+        database = self.internal.get_database(
+            data["databaseName"], write_concern=WriteConcern("majority")
+        )
+        name = data["collectionName"]
+        database.drop_collection(name)
+        options = data.get("createOptions")
+        documents = list(data.get("documents", []))
+        if options is not None or not documents:
+            database.create_collection(name, **dict(options or {}))
+        if documents:
+            database[name].insert_many(documents)
+
+    def _read_collection(self, database: str, collection: str) -> list[dict[str, Any]]:
+        assert self.internal is not None
+        target = self.internal.get_database(
+            database,
+            read_preference=ReadPreference(Mode.PRIMARY),
+            read_concern=ReadConcern("local"),
+        )[collection]
+        with target.find({}, sort=[("_id", 1)]) as cursor:
+            return cursor.to_list()
+
+    def take_snapshot(self) -> None:
+        """The outcome collections as they are now (the seed transformation of
+        retryable writes asserts the outcome against this)."""
+        self.snapshot = {
+            (c["databaseName"], c["collectionName"]): self._read_collection(
+                c["databaseName"], c["collectionName"]
+            )
+            for c in self.test.get("outcome", [])
+        }
+
+    def _check_outcome(self) -> None:
+        for data in self.test.get("outcome", []):
+            key = (data["databaseName"], data["collectionName"])
+            actual = self._read_collection(*key)
+            expected: Sequence[Any] = data["documents"]
+            if self.test.get(seed.OUTCOME_CHANGED_FROM_SNAPSHOT):
+                # The seed commits a write upstream expects never to commit.
+                if self.snapshot is None:
+                    raise AssertionError("the seed's outcome snapshot was never taken")
+                if actual == self.snapshot[key]:
+                    raise AssertionError(f"outcome {key}: the write changed nothing: {actual!r}")
+                continue
+            if self.test.get(seed.OUTCOME_FROM_SNAPSHOT):
+                if self.snapshot is None:
+                    raise AssertionError("the seed's outcome snapshot was never taken")
+                expected = self.snapshot[key]
+            # Documents must match exactly (key order aside): nested-document rules
+            # throughout, and the same number of them.
+            if len(actual) != len(expected):
+                raise AssertionError(
+                    f"outcome {key}: expected {list(expected)!r}, found {actual!r}"
+                )
+            for want, got in zip(expected, actual):
+                try:
+                    match(want, got, root=False)
+                except AssertionError as exc:
+                    raise AssertionError(
+                        f"outcome {key}: expected {list(expected)!r}, found {actual!r} ({exc})"
+                    ) from None
+
+    # --- entities ---------------------------------------------------------------------
+
+    def _create_entities(self, definitions: Sequence[Mapping[str, Any]]) -> None:
+        for definition in definitions:
+            if len(definition) != 1:
+                raise ValueError(f"an entity has exactly one key: {dict(definition)!r}")
+            kind, spec = next(iter(definition.items()))
+            name = spec["id"]
+            if kind == "client":
+                self.entities.add(name, self._new_client(spec))
+            elif kind == "database":
+                client = self.entities.client(spec["client"])
+                self.entities.add(
+                    name,
+                    client.client.get_database(
+                        spec["databaseName"], **target_options(spec.get("databaseOptions"))
+                    ),
+                )
+            elif kind == "collection":
+                database: Database = self.entities.get(spec["database"], Database)
+                self.entities.add(
+                    name,
+                    database.get_collection(
+                        spec["collectionName"], **target_options(spec.get("collectionOptions"))
+                    ),
+                )
+            elif kind == "session":
+                client = self.entities.client(spec["client"])
+                options = operations.session_options(spec.get("sessionOptions"))
+                self.entities.add(
+                    name, client.client.start_session(causal_consistency=options.causal_consistency)
+                )
+            elif kind == "thread":
+                thread = ThreadEntity(name)
+                self.entities.add(name, thread)
+                thread.start()
+            else:
+                raise UnsupportedFeature(f"{kind} entities")
+
+    def _new_client(self, spec: Mapping[str, Any]) -> ClientEntity:
+        known = {
+            "id",
+            "uriOptions",
+            "useMultipleMongoses",
+            "observeEvents",
+            "ignoreCommandMonitoringEvents",
+            "observeSensitiveCommands",
+            "observeLogMessages",
+        }
+        unknown = set(spec) - known
+        if unknown:
+            raise UnsupportedFeature(f"client entity fields {sorted(unknown)}")
+        uri_options: dict[str, Any] = dict(spec.get("uriOptions") or {})
+        log = EventLog(
+            spec.get("observeEvents", []),
+            ignore_commands=spec.get("ignoreCommandMonitoringEvents", []),
+            observe_sensitive=bool(spec.get("observeSensitiveCommands", False)),
+        )
+        options = dict(uri_options)
+        lowered = {key.lower() for key in options}
+        if "heartbeatfrequencyms" not in lowered:
+            options["heartbeatFrequencyMS"] = HEARTBEAT_FREQUENCY_MS
+        if "serverselectiontimeoutms" not in lowered:
+            options["serverSelectionTimeoutMS"] = SERVER_SELECTION_TIMEOUT_MS
+        capture = self._log_capture(spec.get("observeLogMessages"))
+        previous_length = log_messages.set_max_document_length(
+            LOG_MAX_DOCUMENT_LENGTH if capture is not None else None
+        )
+        try:
+            client = Client(
+                self.deployment.uri(spec.get("useMultipleMongoses")),
+                event_listeners=log.listeners(),
+                **options,
+            )
+        except BaseException:
+            if capture is not None:
+                capture.detach()
+            raise
+        finally:
+            log_messages.set_max_document_length(previous_length)
+        if capture is not None:
+            capture.topology_id = client.topology.topology_id
+        return ClientEntity(
+            spec["id"],
+            client,
+            log,
+            uri_options,
+            retry_writes=client.options.retry_writes,
+            log_messages=capture,
+        )
+
+    @staticmethod
+    def _log_capture(observe: Optional[Mapping[str, str]]) -> Optional[LogCapture]:
+        """observeLogMessages: capture the components' messages from before the client
+        exists (it logs while it is created; mongocore subscribes its SDAM log messages
+        only if the logger is enabled then)."""
+        if observe is None:
+            return None
+        try:
+            capture = LogCapture(observe)
+        except ValueError as exc:
+            raise UnsupportedFeature(f"observeLogMessages {dict(observe)!r}: {exc}") from None
+        capture.attach()
+        return capture
+
+    # --- operations ---------------------------------------------------------------------
+
+    def execute(self, operation: Mapping[str, Any]) -> None:
+        """Executing an Operation."""
+        name = operation["name"]
+        target_name = operation["object"]
+        if target_name == "testRunner":
+            self._special(name, operation.get("arguments") or {})
+            return
+        target = self.entities.get(target_name)
+        snapshot_before = operation.get(seed.SNAPSHOT_BEFORE_COMMAND)
+        if snapshot_before is not None:
+            self._snapshot_on_command(target, str(snapshot_before))
+        result: Any = None
+        error: Optional[MongoCoreError] = None
+        try:
+            result = operations.run(self.entities, target, name, operation.get("arguments"))
+        except MongoCoreError as exc:
+            error = exc
+        if operation.get("ignoreResultAndError"):
+            return
+        if "expectError" in operation:
+            if error is None:
+                raise AssertionError(
+                    f"{name} on {target_name}: expected an error, got the result {result!r}"
+                )
+            check_error(operation["expectError"], error, self.entities)
+            return
+        if error is not None:
+            raise AssertionError(f"{name} on {target_name} failed: {error!r}") from error
+        if "expectResult" in operation:
+            expected = operation["expectResult"]
+            try:
+                if isinstance(result, operations.Documents) and isinstance(expected, list):
+                    match_documents(expected, result, self.entities.lookup)
+                else:
+                    match(expected, result, self.entities.lookup)
+            except AssertionError as exc:
+                raise AssertionError(f"{name} on {target_name}: result {exc}") from None
+        if "saveResultAsEntity" in operation:
+            self.entities.add(operation["saveResultAsEntity"], result)
+
+    def _snapshot_on_command(self, target: Any, command: str) -> None:
+        entity = target if isinstance(target, ClientEntity) else self.entities.client_of(target)
+        taken = False
+
+        def hook(event: Any) -> None:
+            nonlocal taken
+            if not taken and event.command_name == command:
+                taken = True
+                self.take_snapshot()
+
+        entity.log.on_command_started(hook)
+
+    # --- special operations -----------------------------------------------------------
+
+    def _special(self, name: str, args: Mapping[str, Any]) -> None:
+        entities = self.entities
+        if name == "failPoint":
+            client = entities.client(args["client"])
+            client.client.command("admin", dict(args["failPoint"]), ReadPreference(Mode.PRIMARY))
+        elif name == "createEntities":
+            self._create_entities(args["entities"])
+        elif name == "waitForEvent":
+            log = entities.client(args["client"]).log
+            count = int(args["count"])
+            seen = log.wait_for(args["event"], count, WAIT_TIMEOUT, entities.lookup)
+            if seen < count:
+                raise AssertionError(
+                    f"waitForEvent: {seen} of {count} {dict(args['event'])!r} after "
+                    f"{WAIT_TIMEOUT}s; observed {[(o.name, o.document) for o in log.events]}"
+                )
+        elif name == "assertEventCount":
+            log = entities.client(args["client"]).log
+            seen = log.count(args["event"], entities.lookup)
+            if seen != int(args["count"]):
+                raise AssertionError(
+                    f"assertEventCount: {seen} {dict(args['event'])!r}, expected {args['count']}"
+                )
+        elif name == "runOnThread":
+            thread = entities.thread(args["thread"])
+            operation = args["operation"]
+            thread.submit(lambda: self.execute(operation))
+        elif name == "waitForThread":
+            thread = entities.thread(args["thread"])
+            if not thread.stop(WAIT_TIMEOUT):
+                raise AssertionError(f"thread {thread.id} did not finish in {WAIT_TIMEOUT}s")
+            if thread.error is not None:
+                raise AssertionError(
+                    f"an operation on thread {thread.id} failed: {thread.error}"
+                ) from thread.error
+        elif name == "wait":
+            # The format's own operation: time passing is what the test is about.
+            time.sleep(float(args["ms"]) / 1000.0)
+        elif name == "recordTopologyDescription":
+            client = entities.client(args["client"])
+            entities.add(args["id"], client.client.topology_description)
+        elif name == "assertTopologyType":
+            description = entities.topology(args["topologyDescription"])
+            if str(description.type) != args["topologyType"]:
+                raise AssertionError(
+                    f"topology type {description.type}, expected {args['topologyType']}"
+                )
+        elif name == "waitForPrimaryChange":
+            self._wait_for_primary_change(args)
+        elif name == "assertSessionTxnNumber":
+            session = entities.session(args["session"])
+            if session.txn_number != int(args["txnNumber"]):
+                raise AssertionError(
+                    f"session txnNumber {session.txn_number}, expected {args['txnNumber']}"
+                )
+        elif name in ("assertSessionDirty", "assertSessionNotDirty"):
+            session = entities.session(args["session"])
+            if session.dirty != (name == "assertSessionDirty"):
+                raise AssertionError(f"{name}: the session's dirty flag is {session.dirty}")
+        elif name in ("assertSameLsidOnLastTwoCommands", "assertDifferentLsidOnLastTwoCommands"):
+            log = entities.client(args["client"]).log
+            with log.cond:
+                started = [o.raw for o in log.events if o.name == "commandStartedEvent"]
+            if len(started) < 2:
+                raise AssertionError(f"{name}: fewer than two commands observed")
+            lsids = [getattr(e, "command", {}).get("lsid") for e in started[-2:]]
+            if None in lsids:
+                raise AssertionError(f"{name}: a command has no lsid")
+            if (lsids[0] == lsids[1]) != (name == "assertSameLsidOnLastTwoCommands"):
+                raise AssertionError(f"{name}: lsids {lsids}")
+        elif name == "assertNumberConnectionsCheckedOut":
+            log = entities.client(args["client"]).log
+            if log.checked_out != int(args["connections"]):
+                raise AssertionError(
+                    f"{log.checked_out} connections checked out, expected {args['connections']}"
+                )
+        elif name in (
+            "assertCollectionExists",
+            "assertCollectionNotExists",
+            "assertIndexExists",
+            "assertIndexNotExists",
+        ):
+            self._assert_exists(name, args)
+        else:
+            raise UnsupportedFeature(f"special test operation {name!r}")
+
+    def _wait_for_primary_change(self, args: Mapping[str, Any]) -> None:
+        client = self.entities.client(args["client"])
+        prior: TopologyDescription = self.entities.topology(args["priorTopologyDescription"])
+        old = prior.primary.address if prior.primary is not None else None
+        timeout = float(args.get("timeoutMS", WAIT_TIMEOUT * 1000)) / 1000.0
+
+        def changed() -> bool:
+            primary = client.client.topology_description.primary
+            return primary is not None and (old is None or primary.address != old)
+
+        if not client.log.wait_until(changed, max(timeout, WAIT_TIMEOUT)):
+            raise AssertionError(f"the primary did not change from {old}")
+
+    def _assert_exists(self, name: str, args: Mapping[str, Any]) -> None:
+        assert self.internal is not None
+        database = self.internal[args["databaseName"]]
+        if "Collection" in name:
+            present = args["collectionName"] in database.list_collection_names()
+        else:
+            indexes = database[args["collectionName"]].list_index_names()
+            present = args["indexName"] in indexes
+        if present != ("Not" not in name):
+            raise AssertionError(f"{name}: {dict(args)!r} (present: {present})")
+
+    # --- expectEvents -----------------------------------------------------------------
+
+    def _check_events(self, expected: Mapping[str, Any]) -> None:
+        client = self.entities.client(expected["client"])
+        family = expected.get("eventType", "command")
+        assert_events(
+            expected["events"],
+            client.log.of_family(family),
+            ignore_extra=bool(expected.get("ignoreExtraEvents", False)),
+            entities=self.entities.lookup,
+            label=f"{client.id} {family} events",
+        )
+
+    def _check_log_messages(self, expected: Mapping[str, Any]) -> None:
+        client = self.entities.client(expected["client"])
+        if client.log_messages is None:
+            raise AssertionError(f"expectLogMessages for {client.id}, which observes none")
+        assert_log_messages(
+            expected,
+            client.log_messages.messages(),
+            entities=self.entities.lookup,
+            label=f"{client.id} log messages",
+        )
+
+    def _check_no_txn_number_without_retry_writes(self) -> None:
+        """retryable-writes seed: only with retryWrites on does a write carry a txnNumber."""
+        for entity in self.entities.values():
+            if isinstance(entity, ClientEntity) and not entity.retry_writes:
+                with entity.log.cond:
+                    sent = [e for e in entity.log.commands_sent if "txnNumber" in e.command]
+                if sent:
+                    raise AssertionError(
+                        f"{entity.id} has retryWrites off yet sent a txnNumber: "
+                        f"{[dict(e.command) for e in sent]!r}"
+                    )
+
+
+# --- expectedError ------------------------------------------------------------------------
+
+
+def _error_parts(error: MongoCoreError) -> list[Mapping[str, Any]]:
+    """The server responses an error carries (a bulk write error: its aggregated ones)."""
+    parts: list[Mapping[str, Any]] = []
+    if isinstance(error, OperationFailure):
+        parts.append(error.details)
+        if isinstance(error, BulkWriteError):
+            parts.extend(error.details.get("writeErrors") or [])
+            parts.extend(error.details.get("writeConcernErrors") or [])
+    return parts
+
+
+def _codes(error: MongoCoreError) -> set[int]:
+    codes: set[int] = set()
+    if isinstance(error, OperationFailure) and error.code is not None:
+        codes.add(error.code)
+    for part in _error_parts(error):
+        code = part.get("code")
+        if isinstance(code, int):
+            codes.add(code)
+        wce = part.get("writeConcernError")
+        if isinstance(wce, Mapping) and isinstance(wce.get("code"), int):
+            codes.add(wce["code"])
+    return codes
+
+
+def check_error(
+    expected: Mapping[str, Any], error: MongoCoreError, entities: Optional[EntityMap] = None
+) -> None:
+    """expectedError: every assertion given must hold for ``error``."""
+    lookup = entities.lookup if entities is not None else None
+    for key, value in expected.items():
+        if key == "isError":
+            continue
+        if key == "isClientError":
+            is_client = not isinstance(error, OperationFailure)
+            if is_client != bool(value):
+                raise AssertionError(f"isClientError {value}, but the error is {error!r}")
+        elif key == "errorContains":
+            texts = [error.message, str(error)]
+            for part in _error_parts(error):
+                texts.append(str(part.get("errmsg", "")))
+            if not any(str(value).lower() in t.lower() for t in texts):
+                raise AssertionError(f"the error {error!r} does not contain {value!r}")
+        elif key == "errorCode":
+            if int(value) not in _codes(error):
+                raise AssertionError(f"expected error code {value}, the error is {error!r}")
+        elif key == "errorCodeName":
+            names = {str(p.get("codeName", "")).lower() for p in _error_parts(error)}
+            if str(value).lower() not in names:
+                raise AssertionError(f"expected codeName {value}, the error is {error!r}")
+        elif key == "errorLabelsContain":
+            missing = [label for label in value if not error.has_error_label(label)]
+            if missing:
+                raise AssertionError(
+                    f"the error lacks labels {missing}: {sorted(error.error_labels)} ({error!r})"
+                )
+        elif key == "errorLabelsOmit":
+            present = [label for label in value if error.has_error_label(label)]
+            if present:
+                raise AssertionError(f"the error has labels {present} ({error!r})")
+        elif key == "errorResponse":
+            if not isinstance(error, OperationFailure):
+                raise AssertionError(f"expected a server response, the error is {error!r}")
+            match(value, dict(error.details), lookup)
+        elif key == "expectResult":
+            if isinstance(error, BulkWriteError):
+                partial: Optional[Mapping[str, Any]] = error.details
+            else:
+                partial = getattr(error, "partial_result", None)
+            if partial is None:
+                raise AssertionError(f"expected a partial result, the error is {error!r}")
+            match(value, operations.bulk_error_result(partial), lookup)
+        else:
+            raise UnsupportedFeature(f"expectError.{key}")

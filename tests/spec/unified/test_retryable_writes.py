@@ -1,0 +1,84 @@
+"""Runner for the retryable-writes unified suite
+(``retryable-writes/tests/unified``): one pytest test per test case, with the id
+``"<file>: <description>"``, run by :mod:`tests.spec.unified.runner` against the
+simulated deployments started once for the module (see ``conftest.py``).
+
+``test_unified`` asserts the seed's outcome (with the [[deviation]] entries of
+``specs/deviations.toml``); ``test_unified_retry_writes_opted_in`` runs the tests the
+``retryable-writes-default-off`` deviation covers once more, with retries enabled.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.spec import deviations
+from tests.spec.unified import seed
+from tests.spec.unified.cases import UnifiedCase, environments
+from tests.spec.unified.cases import cases as suite_cases
+from tests.spec.unified.deployments import Deployments
+from tests.spec.unified.runner import TestRun, run_case
+
+SUITE = "retryable-writes/tests/unified"
+CASES = suite_cases(SUITE)
+#: The name under which specs/deviations.toml lists tests of the opted-in run that
+#: cannot pass as upstream wrote them.
+OPTED_IN_SUITE = f"{SUITE} (retryWrites opted in)"
+
+
+def _opted_in(param: Any) -> bool:
+    """Does the case run with retryWrites opted in: is it covered by the
+    retryable-writes-default-off deviation, or does it use the onPrimaryTransactionalWrite
+    fail point (which acts only on retryable writes)? The placeholder standing for an
+    unavailable suite is kept."""
+    case = param.values[0]
+    if not isinstance(case, UnifiedCase):
+        return True
+    if deviations.not_applicable(case.suite, case.test_id) is not None:
+        return False
+    entry = deviations.deviation(case.suite, case.test_id)
+    if entry is not None and entry.get("transform") == seed.WRITES_DEFAULT_OFF:
+        return True
+    _, test = case.load()
+    return any(
+        seed.fail_point_name(operation) == seed.TRANSACTIONAL_WRITE_FAIL_POINT
+        for operation in test.get("operations", [])
+    )
+
+
+OPTED_IN_CASES = [param for param in CASES if _opted_in(param)]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_unified(case: Any, deployments: Deployments) -> None:
+    run_case(case, deployments)
+
+
+@pytest.mark.parametrize("case", OPTED_IN_CASES)
+def test_unified_retry_writes_opted_in(case: Any, deployments: Deployments) -> None:
+    """The upstream expectations, unchanged, with retryable writes opted in.
+
+    The seed defaults retryWrites to false, so ``test_unified`` asserts that these
+    tests' clients retry nothing, and that onPrimaryTransactionalWrite never acts on
+    their writes (they carry no txnNumber). Retrying is still the behaviour upstream
+    describes, and the one these fail points exist to provoke: here each client whose
+    uriOptions do not set retryWrites gets ``retryWrites: true``, and the test must
+    pass exactly as upstream wrote it: same events, results, errors and outcome.
+    """
+    if not isinstance(case, UnifiedCase):
+        pytest.skip("spec suite not available")
+    entry = deviations.not_applicable(OPTED_IN_SUITE, case.test_id)
+    if entry is not None:
+        pytest.skip(" ".join(str(entry["reason"]).split()))
+    document, test = case.load()
+    seed.opt_in_retry_writes(document, test)
+    envs = environments(document, test)
+    if not envs:
+        raise AssertionError("no simulated deployment satisfies the runOnRequirements")
+    for env in envs:
+        try:
+            TestRun(document, test, deployments[env]).run()
+        except AssertionError as exc:
+            raise AssertionError(f"[{env}] {exc}") from exc
