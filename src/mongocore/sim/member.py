@@ -508,6 +508,25 @@ class Process:
 
     # -- hello -------------------------------------------------------------------------
 
+    def hello_document(
+        self, conn: Optional[Connection], cmd: Mapping[str, Any], *, legacy: bool = False
+    ) -> dict[str, Any]:
+        """This process's hello (or legacy isMaster) reply, without $clusterTime."""
+        raise NotImplementedError
+
+    def _hello(
+        self, conn: Connection, cmd: Mapping[str, Any], *, legacy: bool
+    ) -> Optional[Outcome]:
+        """hello and isMaster, awaitable ones included: they stream when asked to."""
+        awaitable = self._await_topology_change(conn, cmd)
+        if awaitable is None:
+            return None
+        reply = self.hello_document(conn, cmd, legacy=legacy)
+        self._owner.decorate(reply)
+        next_cmd = dict(cmd)
+        next_cmd["topologyVersion"] = reply["topologyVersion"]
+        return Outcome(reply, stream=awaitable, next_cmd=next_cmd)
+
     def _await_topology_change(self, conn: Connection, cmd: Mapping[str, Any]) -> Optional[bool]:
         """Awaitable hello: wait until the topologyVersion differs or maxAwaitTimeMS passes.
 
@@ -822,18 +841,6 @@ class Member(Process):
             if not self.alive or conn.closed or self._owner.stopping:
                 raise CloseConnection
             self.cond.wait(max(wait, 0.001))
-
-    def _hello(
-        self, conn: Connection, cmd: Mapping[str, Any], *, legacy: bool
-    ) -> Optional[Outcome]:
-        awaitable = self._await_topology_change(conn, cmd)
-        if awaitable is None:
-            return None
-        reply = self.hello_document(conn, cmd, legacy=legacy)
-        self._member_owner.decorate(reply)
-        next_cmd = dict(cmd)
-        next_cmd["topologyVersion"] = reply["topologyVersion"]
-        return Outcome(reply, stream=awaitable, next_cmd=next_cmd)
 
     def hello_document(
         self, conn: Optional[Connection], cmd: Mapping[str, Any], *, legacy: bool = False

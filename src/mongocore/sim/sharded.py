@@ -200,14 +200,7 @@ class Mongos(Process):
                 "The server is being accessed through a load balancer, but this driver does"
                 " not have load balancing enabled",
             )
-        awaitable = self._await_topology_change(conn, cmd)
-        if awaitable is None:
-            return None
-        reply = self.hello_document(conn, cmd, legacy=legacy)
-        self.cluster.decorate(reply)
-        next_cmd = dict(cmd)
-        next_cmd["topologyVersion"] = reply["topologyVersion"]
-        return Outcome(reply, stream=awaitable, next_cmd=next_cmd)
+        return super()._hello(conn, cmd, legacy=legacy)
 
     def hello_document(
         self, conn: Optional[Connection], cmd: Mapping[str, Any], *, legacy: bool = False
