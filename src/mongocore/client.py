@@ -28,7 +28,7 @@ from mongocore.errors import (
     MongoCoreError,
     NetworkError,
     OperationFailure,
-    WriteConcernError,
+    write_concern_error_from_reply,
 )
 from mongocore.events import EventPublisher, Listener
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
@@ -391,27 +391,13 @@ class Client:
         try:
             reply = run_command(connection, database, command, self._publisher)
         except (NetworkError, OperationFailure) as exc:
-            self._topology.handle_error(
-                server.address,
-                exc,
-                generation=connection.generation,
-                completed_handshake=True,
-                max_wire_version=connection.max_wire_version,
-                service_id=connection.service_id,
-            )
+            self._topology.handle_connection_error(connection, exc)
             raise
         finally:
             pool.check_in(connection)
-        wce = reply.get("writeConcernError")
-        if isinstance(wce, Mapping):
-            self._topology.handle_error(
-                server.address,
-                WriteConcernError(str(wce.get("errmsg", "")), wce.get("code"), reply),
-                generation=connection.generation,
-                completed_handshake=True,
-                max_wire_version=connection.max_wire_version,
-                service_id=connection.service_id,
-            )
+        concern_error = write_concern_error_from_reply(reply)
+        if concern_error is not None:
+            self._topology.handle_connection_error(connection, concern_error)
         return reply
 
     def _end_sessions(self) -> None:

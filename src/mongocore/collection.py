@@ -41,8 +41,8 @@ from mongocore.errors import (
     InvalidOperation,
     MongoCoreError,
     OperationFailure,
-    WriteConcernError,
     WriteError,
+    write_concern_error_from_reply,
 )
 from mongocore.monitoring import next_operation_id
 from mongocore.retry import (
@@ -565,14 +565,9 @@ def _options(**options: Any) -> Document:
 
 
 def _raise_write_concern_error(reply: Mapping[str, Any]) -> None:
-    wce = reply.get("writeConcernError")
-    if isinstance(wce, Mapping):
-        code = wce.get("code")
-        raise WriteConcernError(
-            str(wce.get("errmsg", "write concern error")),
-            code if isinstance(code, int) else None,
-            reply,
-        )
+    error = write_concern_error_from_reply(reply)
+    if error is not None:
+        raise error
 
 
 def _raise_single_write_errors(reply: Mapping[str, Any]) -> None:

@@ -208,6 +208,20 @@ class AuthenticationError(OperationFailure):
         super().__init__(message, code, details)
 
 
+def write_concern_error_from_reply(reply: Mapping[str, Any]) -> Optional[WriteConcernError]:
+    """The WriteConcernError of an ``ok: 1`` reply whose write was applied but whose
+    write concern was not satisfied; None when the reply has no writeConcernError."""
+    wce = reply.get("writeConcernError")
+    if not isinstance(wce, Mapping):
+        return None
+    code = wce.get("code")
+    return WriteConcernError(
+        str(wce.get("errmsg", "write concern error")),
+        code if isinstance(code, int) else None,
+        reply,
+    )
+
+
 def command_error_from_reply(reply: Mapping[str, Any]) -> OperationFailure:
     """Build the error for a command reply with ``ok: 0``."""
     message = str(reply.get("errmsg", "command failed"))

@@ -48,6 +48,7 @@ from mongocore.errors import (
     ProtocolError,
     ServerSelectionError,
     WriteConcernError,
+    write_concern_error_from_reply,
 )
 from mongocore.monitoring import next_operation_id, run_command
 from mongocore.selection.read_preference import Mode, ReadPreference, read_preference_for_server
@@ -728,21 +729,9 @@ class Executor:
             timeout=timeout,
         )
         self._gossip(session, reply)
-        wce = reply.get("writeConcernError")
-        if isinstance(wce, Mapping):
-            error = WriteConcernError(
-                str(wce.get("errmsg", "write concern error")),
-                wce.get("code") if isinstance(wce.get("code"), int) else None,
-                reply,
-            )
-            self._topology.handle_error(
-                connection.address,
-                error,
-                generation=connection.generation,
-                completed_handshake=True,
-                max_wire_version=connection.max_wire_version,
-                service_id=connection.service_id,
-            )
+        error = write_concern_error_from_reply(reply)
+        if error is not None:
+            self._topology.handle_connection_error(connection, error)
             if txn_number is not None:
                 self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
                 if is_retryable_write_error(error):
@@ -765,14 +754,7 @@ class Executor:
         if isinstance(error, NetworkError):
             op.session._mark_dirty()
         if isinstance(error, (NetworkError, OperationFailure)):
-            self._topology.handle_error(
-                server.address,
-                error,
-                generation=connection.generation,
-                completed_handshake=True,
-                max_wire_version=connection.max_wire_version,
-                service_id=connection.service_id,
-            )
+            self._topology.handle_connection_error(connection, error)
         self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
 
     # --- helpers -------------------------------------------------------------------------

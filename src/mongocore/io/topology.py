@@ -79,6 +79,22 @@ MonitorFactory = Callable[[Address, "Topology"], MonitorLike]
 PoolFactory = Callable[[Address], PoolLike]
 
 
+class EstablishedConnection(Protocol):
+    """What the error handling needs from an application connection."""
+
+    @property
+    def address(self) -> Address: ...
+
+    @property
+    def generation(self) -> int: ...
+
+    @property
+    def max_wire_version(self) -> int: ...
+
+    @property
+    def service_id(self) -> Optional[Any]: ...
+
+
 class Server:
     """A server of the topology as the shell holds it: its pool and its monitor."""
 
@@ -260,6 +276,21 @@ class Topology:
             self._publisher.publish_sdam(events)
 
     # --- application errors ---------------------------------------------------------
+
+    def handle_connection_error(
+        self, connection: EstablishedConnection, error: BaseException
+    ) -> ErrorDecision:
+        """handle_error for an error on an established application connection (after
+        its handshake): the connection's generation, wire version and serviceId tell
+        how the error applies."""
+        return self.handle_error(
+            connection.address,
+            error,
+            generation=connection.generation,
+            completed_handshake=True,
+            max_wire_version=connection.max_wire_version,
+            service_id=connection.service_id,
+        )
 
     def handle_error(
         self,
