@@ -47,6 +47,7 @@ from mongocore.events import (
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
 from mongocore.io.pool import Pool, pool_options_from_mapping
 from mongocore.sim import Standalone
+from tests.fake_connection import FakeConnection
 from tests.spec import deviations, specdata
 
 SUITE = "connection-monitoring-and-pooling/tests/cmap-format"
@@ -80,22 +81,6 @@ FIELD_NAMES = {
     "service_id": "serviceId",
     "interrupt_in_use_connections": "interruptInUseConnections",
 }
-
-
-@dataclasses.dataclass(eq=False)
-class FakeConnection:
-    """A connection that does no I/O: all the pool tests need is its id."""
-
-    id: int
-    generation: int
-    service_id: Optional[object] = None
-    last_checkin_time: float = 0.0
-    closed: bool = False
-    close_reasons: list[str] = dataclasses.field(default_factory=list)
-
-    def close(self, reason: str) -> None:
-        self.closed = True
-        self.close_reasons.append(reason)
 
 
 def fake_connect(address: Address, generation: int, connection_id: int) -> FakeConnection:

@@ -9,7 +9,6 @@ injected clock. Nothing sleeps to synchronize.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
@@ -47,23 +46,13 @@ from mongocore.io.pool import (
     PoolState,
     pool_options_from_mapping,
 )
+from tests.fake_connection import FakeConnection
 
 ADDRESS = Address("localhost", 27017)
 WAIT = 10.0  # generous bound on any wait; only a broken pool reaches it
 
 
-@dataclasses.dataclass(eq=False)
-class Conn:
-    id: int
-    generation: int
-    service_id: Optional[object] = None
-    last_checkin_time: float = 0.0
-    closed: bool = False
-    close_reasons: list[str] = dataclasses.field(default_factory=list)
-
-    def close(self, reason: str) -> None:
-        self.closed = True
-        self.close_reasons.append(reason)
+Conn = FakeConnection
 
 
 class Factory:
