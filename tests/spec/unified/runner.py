@@ -56,8 +56,12 @@ HEARTBEAT_FREQUENCY_MS = 500
 LOG_MAX_DOCUMENT_LENGTH = 10_000
 
 
-def run_case(case: Any, deployments: Deployments) -> None:
-    """Run one unified test case (the body of every generated pytest test)."""
+def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool = False) -> None:
+    """Run one unified test case (the body of every generated pytest test).
+
+    ``retry_writes_opted_in``: instead of the seed's outcome (a [[deviation]]), assert
+    the upstream expectations unchanged with ``retryWrites: true`` added to the clients
+    that do not set it (see ``seed.opt_in_retry_writes``)."""
     if not isinstance(case, UnifiedCase):
         pytest.skip("spec suite not available")
     entry = deviations.not_applicable(case.suite, case.test_id)
@@ -79,9 +83,12 @@ def run_case(case: Any, deployments: Deployments) -> None:
             f"({document.get('runOnRequirements')} / {test.get('runOnRequirements')}), and "
             "specs/deviations.toml has no [[not_applicable]] entry for it"
         )
-    deviation = deviations.deviation(case.suite, case.test_id)
-    if deviation is not None:
-        test = seed.transform(str(deviation.get("transform", "")), document, test)
+    if retry_writes_opted_in:
+        seed.opt_in_retry_writes(document, test)
+    else:
+        deviation = deviations.deviation(case.suite, case.test_id)
+        if deviation is not None:
+            test = seed.transform(str(deviation.get("transform", "")), document, test)
     for env in envs:
         deployment = deployments[env]
         try:

@@ -16,16 +16,13 @@ import pytest
 
 from tests.spec import deviations
 from tests.spec.unified import seed
-from tests.spec.unified.cases import UnifiedCase, environments
+from tests.spec.unified.cases import UnifiedCase
 from tests.spec.unified.cases import cases as suite_cases
 from tests.spec.unified.deployments import Deployments
-from tests.spec.unified.runner import TestRun, run_case
+from tests.spec.unified.runner import run_case
 
 SUITE = "retryable-writes/tests/unified"
 CASES = suite_cases(SUITE)
-#: The name under which specs/deviations.toml lists tests of the opted-in run that
-#: cannot pass as upstream wrote them.
-OPTED_IN_SUITE = f"{SUITE} (retryWrites opted in)"
 
 
 def _opted_in(param: Any) -> bool:
@@ -67,18 +64,4 @@ def test_unified_retry_writes_opted_in(case: Any, deployments: Deployments) -> N
     uriOptions do not set retryWrites gets ``retryWrites: true``, and the test must
     pass exactly as upstream wrote it: same events, results, errors and outcome.
     """
-    if not isinstance(case, UnifiedCase):
-        pytest.skip("spec suite not available")
-    entry = deviations.not_applicable(OPTED_IN_SUITE, case.test_id)
-    if entry is not None:
-        pytest.skip(" ".join(str(entry["reason"]).split()))
-    document, test = case.load()
-    seed.opt_in_retry_writes(document, test)
-    envs = environments(document, test)
-    if not envs:
-        raise AssertionError("no simulated deployment satisfies the runOnRequirements")
-    for env in envs:
-        try:
-            TestRun(document, test, deployments[env]).run()
-        except AssertionError as exc:
-            raise AssertionError(f"[{env}] {exc}") from exc
+    run_case(case, deployments, retry_writes_opted_in=True)
