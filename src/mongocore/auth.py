@@ -1,5 +1,5 @@
-"""Authentication: credentials from the client's options, SCRAM-SHA-256, SCRAM-SHA-1,
-MONGODB-X509, mechanism negotiation and speculative authentication.
+"""Authentication: SCRAM-SHA-256, SCRAM-SHA-1, MONGODB-X509, mechanism negotiation and
+speculative authentication, with the credentials of :mod:`mongocore.credentials`.
 
 Specs: Authentication ("MongoCredential", "Authentication Handshake", "Mechanism
 Negotiation via Handshake", "Default Authentication Methods", "Caching credentials
@@ -35,11 +35,20 @@ import stringprep
 import threading
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Binary
 
+from mongocore.credentials import (
+    DEFAULT_AUTH_SOURCE,
+    EXTERNAL,
+    MONGODB_X509,
+    SCRAM_SHA_1,
+    SCRAM_SHA_256,
+    Credentials,
+    credentials_for,
+)
 from mongocore.errors import AuthenticationError, ConfigurationError
 from mongocore.io.connection import Connection, in_authentication
 
@@ -58,6 +67,7 @@ __all__ = [
     "ScramConversation",
     "SpeculativeStart",
     "authenticator_for",
+    "check_supported",
     "credentials_for",
     "in_authentication",
     "saslprep",
@@ -68,13 +78,8 @@ __all__ = [
 
 _log = logging.getLogger("mongocore.auth")
 
-SCRAM_SHA_1 = "SCRAM-SHA-1"
-SCRAM_SHA_256 = "SCRAM-SHA-256"
-MONGODB_X509 = "MONGODB-X509"
+#: The mechanisms mongocore authenticates with (credentials.py parses them all).
 SUPPORTED_MECHANISMS = (SCRAM_SHA_256, SCRAM_SHA_1, MONGODB_X509)
-EXTERNAL = "$external"
-#: "source ... Defaults to the database name if supplied on the connection string or admin."
-DEFAULT_AUTH_SOURCE = "admin"
 #: "Drivers MUST enforce a minimum iteration count of 4096" (a downgrade defence).
 MIN_ITERATION_COUNT = 4096
 # A conversation that has not finished after this many empty saslContinue round trips
@@ -143,74 +148,31 @@ def saslprep(text: str, *, allow_unassigned: bool = False) -> str:
     return prepared
 
 
-# --- credentials --------------------------------------------------------------------
+# --- which credentials mongocore can use -----------------------------------------------
 
 
-@dataclass(frozen=True, repr=False)
-class Credentials:
-    """A MongoCredential. ``mechanism`` None means "negotiate" (SCRAM-SHA-256 or -1)."""
+def check_supported(credentials: Credentials, *, tls: bool) -> None:
+    """Raise ConfigurationError for valid credentials mongocore cannot authenticate with.
 
-    mechanism: Optional[str]
-    username: Optional[str]
-    password: Optional[str] = field(default=None, repr=False)
-    source: str = DEFAULT_AUTH_SOURCE
-    mechanism_properties: Mapping[str, str] = field(default_factory=dict)
-
-    def __repr__(self) -> str:
-        # Neither the user nor the password: which mechanism against which database.
-        return f"Credentials(mechanism={self.mechanism!r}, source={self.source!r})"
-
-
-def credentials_for(options: ClientOptions) -> Optional[Credentials]:
-    """The credentials the options configure, or None when they configure none.
-
-    A user name (even empty: "a credential delimiter implies authentication") or an
-    ``authMechanism`` asks for authentication; ``authSource`` or the URI database
-    alone do not. The mechanism's required and forbidden fields are checked here, at
-    client construction, with a ConfigurationError naming what is wrong.
+    :func:`credentials_for` accepts every mechanism of the spec; authentication here
+    speaks SCRAM-SHA-256, SCRAM-SHA-1 and MONGODB-X509 (which also needs TLS). The
+    check runs when the client is created ("Drivers SHOULD raise an error as early as
+    possible"), before any connection is opened.
     """
-    mechanism = options.auth_mechanism
-    username = options.username
-    password = options.password
-    if mechanism is None and username is None:
-        if password is not None:
-            raise ConfigurationError("a password was given without a username")
-        return None
-    properties = dict(options.auth_mechanism_properties)
-    # options.auth_source is authSource if given, else the URI database (or None).
-    given_source = options.auth_source
-    if mechanism == MONGODB_X509:
-        if password is not None:
-            raise ConfigurationError("MONGODB-X509 takes no password")
-        if properties:
-            raise ConfigurationError("MONGODB-X509 takes no authMechanismProperties")
-        explicit = given_source is not None and given_source != options.database
-        if explicit and given_source != EXTERNAL:
-            raise ConfigurationError(
-                f"MONGODB-X509 authenticates against '$external', not {given_source!r}:"
-                " remove authSource or set it to $external"
-            )
-        if not options.tls:
-            raise ConfigurationError(
-                "MONGODB-X509 needs TLS with a client certificate: set tls=true and"
-                " tlsCertificateKeyFile"
-            )
-        return Credentials(MONGODB_X509, username or None, None, EXTERNAL, {})
-    if mechanism is not None and mechanism not in (SCRAM_SHA_1, SCRAM_SHA_256):
+    mechanism = credentials.mechanism
+    if mechanism is not None and mechanism not in SUPPORTED_MECHANISMS:
         raise ConfigurationError(
-            f"authMechanism {mechanism} is not supported by mongocore; supported:"
-            f" {', '.join(SUPPORTED_MECHANISMS)}"
+            f"authMechanism {mechanism} is not supported by mongocore: the credentials are"
+            f" valid, but mongocore authenticates only with {', '.join(SUPPORTED_MECHANISMS)}"
         )
-    what = mechanism or "authentication"
-    if not username:
-        raise ConfigurationError(f"{what} needs a non-empty username")
-    if password is None:
-        raise ConfigurationError(f"{what} needs a password")
-    if properties:
-        raise ConfigurationError(f"{what} takes no authMechanismProperties")
+    if mechanism == MONGODB_X509 and not tls:
+        raise ConfigurationError(
+            "MONGODB-X509 needs TLS with a client certificate: set tls=true and"
+            " tlsCertificateKeyFile"
+        )
     if mechanism == SCRAM_SHA_256:
-        _check_saslprep(password)
-    return Credentials(mechanism, username, password, given_source or DEFAULT_AUTH_SOURCE, {})
+        assert credentials.password is not None
+        _check_saslprep(credentials.password)
 
 
 def _check_saslprep(password: str) -> None:
@@ -600,8 +562,11 @@ def _error_details(reply: Mapping[str, Any]) -> dict[str, Any]:
 def authenticator_for(options: ClientOptions) -> Optional[Authenticator]:
     """The authentication hook for ``connect`` that the options ask for, or None.
 
-    Raises ConfigurationError for credentials a mechanism cannot use (see
-    :func:`credentials_for`).
+    Raises ConfigurationError for invalid credentials (see :func:`credentials_for`) and
+    for valid ones mongocore cannot authenticate with (see :func:`check_supported`).
     """
     credentials = credentials_for(options)
-    return Authenticator(credentials) if credentials is not None else None
+    if credentials is None:
+        return None
+    check_supported(credentials, tls=options.tls)
+    return Authenticator(credentials)

@@ -12,17 +12,21 @@ operation runs through the executor of :mod:`mongocore.retry`.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Optional, Union
 
+from bson import ObjectId
+
 from mongocore.address import Address
 from mongocore.auth import authenticator_for, in_authentication
 from mongocore.collection import CommandCursor, Database, ReadConcern, WriteConcern
 from mongocore.description.topology import TopologyDescription
 from mongocore.description.types import TopologyType
+from mongocore.driver_info import DriverInfo, DriverInfoList
 from mongocore.errors import (
     ConfigurationError,
     MongoCoreError,
@@ -39,6 +43,7 @@ from mongocore.io.topology import Server, Topology
 from mongocore.log_messages import topology_log_listeners
 from mongocore.monitoring import run_command
 from mongocore.options import ClientOptions
+from mongocore.pool_log import connection_log_listeners
 from mongocore.retry import (
     AttemptContext,
     Command,
@@ -79,6 +84,9 @@ class Client:
     starts an explicit session. ``retryWrites`` defaults to false (the
     retryable-writes seed): pass ``retryWrites=True`` to retry supported writes once
     after a failover or a network error. ``retryReads`` defaults to true.
+
+    A library wrapping mongocore names itself in the handshake with ``driver_info``
+    (or later with :meth:`append_metadata`).
     """
 
     def __init__(
@@ -87,12 +95,21 @@ class Client:
         *,
         event_listeners: Iterable[Listener] = (),
         srv_resolver: Optional[Resolver] = None,
+        driver_info: Optional[DriverInfo] = None,
         **options: Any,
     ) -> None:
         uri = _uri_of(uri_or_hosts)
-        # SDAM log messages (mongocore.log_messages): subscribed only if the
-        # mongocore.topology logger is enabled for DEBUG when the client is created.
-        self._publisher = EventPublisher([*event_listeners, *topology_log_listeners()])
+        # Known before the topology exists: the pools' log messages carry it.
+        topology_id = ObjectId()
+        # SDAM and CMAP log messages (mongocore.log_messages, mongocore.pool_log):
+        # subscribed only if their logger is enabled for DEBUG when the client is created.
+        self._publisher = EventPublisher(
+            [
+                *event_listeners,
+                *topology_log_listeners(),
+                *connection_log_listeners(topology_id),
+            ]
+        )
         self._srv_poller: Optional[SrvPoller] = None
         # The one I/O the seed allows in a constructor: the initial SRV lookup
         # (nothing is looked up for a mongodb:// URI).
@@ -104,7 +121,12 @@ class Client:
             self._options.read_preference_tags or None,
             self._options.max_staleness_seconds,
         )
-        self._connection_settings = ConnectionSettings.from_options(self._options)
+        # One list for every connection of this client: what append_metadata() adds
+        # reaches the handshakes of pool and monitoring connections created afterwards.
+        self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
+        self._connection_settings = dataclasses.replace(
+            ConnectionSettings.from_options(self._options), driver_info=self._driver_info
+        )
         self._authenticator = authenticator_for(self._options)
         self._pool_options = PoolOptions(
             max_pool_size=self._options.max_pool_size,
@@ -123,6 +145,7 @@ class Client:
             pool_factory=self._new_pool,
             monitor_factory=self._new_monitor,
             publisher=self._publisher,
+            topology_id=topology_id,
         )
         self._close_lock = threading.Lock()
         self._closed = False
@@ -214,6 +237,14 @@ class Client:
     def topology(self) -> Topology:
         return self._topology
 
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Append a wrapping library's name, version and platform to the client
+        metadata (MongoDB Handshake, "Metadata updates after MongoClient
+        initialization"). Connections created from now on send it in their
+        handshake; established connections are kept as they are. Appending the same
+        DriverInfo twice changes nothing."""
+        self._driver_info.append(driver_info)
+
     @property
     def write_concern(self) -> WriteConcern:
         """The default write concern (``w``, ``wTimeoutMS``, ``journal`` options)."""
@@ -268,10 +299,12 @@ class Client:
         name_only: Optional[bool] = None,
         authorized_databases: Optional[bool] = None,
         comment: Any = None,
-        read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
     ) -> CommandCursor:
-        """The databases of the deployment (listDatabases; a retryable read)."""
+        """The databases of the deployment (listDatabases; a retryable read).
+
+        A "should-use-primary" helper (server selection, "Use of read preferences with
+        commands"): it reads from the primary and takes no read preference."""
         self._check_open()
         owned = session is None
         use = ClientSession(self, implicit=True) if session is None else session
@@ -294,7 +327,7 @@ class Client:
             build=build,
             session=use,
             retry=RetryKind.READ,
-            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            read_preference=ReadPreference(Mode.PRIMARY),
             timeout_ms=timeout_ms,
         )
         try:
@@ -412,7 +445,7 @@ class Client:
             return
         try:
             server, sd = self._topology.select_server(
-                ReadPreference(Mode.PRIMARY_PREFERRED), timeout=0
+                ReadPreference(Mode.PRIMARY_PREFERRED), timeout=0, operation="endSessions"
             )
         except MongoCoreError:
             return
@@ -446,6 +479,7 @@ class Client:
             if self._closed:
                 return
             self._closed = True
+        self._executor.closing.set()  # wakes a read backing off between retries
         self._end_sessions()
         if self._srv_poller is not None:
             self._srv_poller.close()

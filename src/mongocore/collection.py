@@ -765,12 +765,14 @@ class Database(_Target):
         *,
         name_only: bool = False,
         batch_size: Optional[int] = None,
-        read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
         comment: Any = None,
         authorized_collections: Optional[bool] = None,
     ) -> CommandCursor:
-        """The collections of this database (listCollections; a retryable read)."""
+        """The collections of this database (listCollections; a retryable read).
+
+        A "should-use-primary" helper (server selection, "Use of read preferences with
+        commands"): it reads from the primary and takes no read preference."""
 
         def build(ctx: AttemptContext) -> Command:
             body: Document = {"listCollections": 1, "cursor": _cursor_options(batch_size)}
@@ -785,7 +787,7 @@ class Database(_Target):
             "listCollections",
             build,
             session,
-            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            read_preference=ReadPreference(Mode.PRIMARY),
             timeout_ms=timeout_ms,
             batch_size=batch_size,
             read_concern=False,
@@ -1635,12 +1637,14 @@ class Collection(_Target):
         session: Optional[ClientSession] = None,
         *,
         batch_size: Optional[int] = None,
-        read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
         comment: Any = None,
     ) -> CommandCursor:
         """The collection's indexes (listIndexes; a retryable read). A collection that
-        does not exist has none."""
+        does not exist has none.
+
+        A "should-use-primary" helper (server selection, "Use of read preferences with
+        commands"): it reads from the primary and takes no read preference."""
 
         def build(ctx: AttemptContext) -> Command:
             body: Document = {"listIndexes": self._name, "cursor": _cursor_options(batch_size)}
@@ -1651,7 +1655,7 @@ class Collection(_Target):
             "listIndexes",
             build,
             session,
-            read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+            read_preference=ReadPreference(Mode.PRIMARY),
             timeout_ms=timeout_ms,
             batch_size=batch_size,
             read_concern=False,

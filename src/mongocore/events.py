@@ -198,6 +198,8 @@ class ConnectionClosedEvent:
     address: Address
     connection_id: int
     reason: str  # "stale", "idle", "error", "poolClosed"
+    #: With reason "error", the error, when the pool knows it (establishing failed).
+    error: Optional[BaseException] = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +212,8 @@ class ConnectionCheckOutFailedEvent:
     address: Address
     reason: str  # "poolClosed", "timeout", "connectionError"
     duration: float
+    #: With reason "connectionError", the error the checkOut raises.
+    error: Optional[BaseException] = None
 
 
 @dataclass(frozen=True)

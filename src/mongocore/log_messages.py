@@ -20,6 +20,11 @@ messages (the spec allows logging "via an event subscriber"). The Client subscri
 one when it is created, if the logger is enabled for DEBUG at that moment
 (:func:`topology_log_listeners`); otherwise nothing at all is done, and each message
 is built only after ``isEnabledFor(DEBUG)`` said yes.
+
+What every component's messages share lives here too (the structured form
+attribute, the max document length, truncation, the text of an error, the server
+fields, durations): :mod:`mongocore.selection_log` (``serverSelection``) and
+:mod:`mongocore.pool_log` (``connection``) use it.
 """
 
 from __future__ import annotations
@@ -174,8 +179,19 @@ def failure_text(error: BaseException, max_length: int) -> str:
     return text
 
 
-def _duration_ms(seconds: float) -> float:
+def duration_ms(seconds: float) -> float:
+    """A duration in seconds as the ``durationMS`` of a log message."""
     return round(seconds * 1000.0, 3)
+
+
+def server_fields(data: dict[str, Any], address: Address) -> str:
+    """Add ``serverHost`` and ``serverPort`` (no port for a Unix socket) to a message's
+    structured form; returns the server as the unstructured text shows it."""
+    data["serverHost"] = address.host
+    if address.port is not None:
+        data["serverPort"] = address.port
+        return f"{address.host}:{address.port}"
+    return address.host
 
 
 class TopologyLogger:
@@ -216,12 +232,7 @@ class TopologyLogger:
 
     @staticmethod
     def _server_fields(data: dict[str, Any], address: Address) -> str:
-        """Adds serverHost and serverPort (no port for a Unix socket); returns host:port."""
-        data["serverHost"] = address.host
-        if address.port is not None:
-            data["serverPort"] = address.port
-            return f"{address.host}:{address.port}"
-        return address.host
+        return server_fields(data, address)
 
     # --- topology and server events --------------------------------------------------
 
@@ -308,7 +319,7 @@ class TopologyLogger:
         if not self._enabled():
             return
         data, text = self._heartbeat(SERVER_HEARTBEAT_SUCCEEDED, event)
-        duration = _duration_ms(event.duration)
+        duration = duration_ms(event.duration)
         reply = document_json(event.reply, self.max_document_length)
         data["durationMS"] = duration
         data["reply"] = reply
@@ -318,7 +329,7 @@ class TopologyLogger:
         if not self._enabled():
             return
         data, text = self._heartbeat(SERVER_HEARTBEAT_FAILED, event)
-        duration = _duration_ms(event.duration)
+        duration = duration_ms(event.duration)
         failure = failure_text(event.failure, self.max_document_length)
         data["durationMS"] = duration
         data["failure"] = failure

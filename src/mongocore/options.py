@@ -254,6 +254,15 @@ class ClientOptions:
     def is_srv(self) -> bool:
         return self.srv_host is not None
 
+    def get_option(self, name: str) -> Any:
+        """The value of an option by its connection-string name, any case (``ssl`` is
+        ``tls``), as these options hold it: ``options.get_option("replicaSet")`` is
+        ``options.replica_set``. KeyError for a name that is no option of a client."""
+        canonical = canonical_option_name(name)
+        if canonical is None or canonical not in _ATTRIBUTES:
+            raise KeyError(name)
+        return getattr(self, _ATTRIBUTES[canonical])
+
     @property
     def topology_settings(self) -> TopologySettings:
         """The SDAM and server selection settings (seeds are the URI's hosts; empty

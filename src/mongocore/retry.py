@@ -5,17 +5,28 @@ Operations", "Unsupported Write Operations", "Executing Retryable Write Commands
 and its pseudocode; retryable-reads.rst 1.3.0: "Retryable Error", "Supported Read
 Operations", "Executing Retryable Read Commands" and its pseudocode.
 
-Added from the newer specs, which only add to the seeds here: two more retryable
-read codes (ExceededTimeLimit, ReadConcernMajorityNotAvailableYet); the
-``RetryableWriteError`` label (an error carrying it is retryable; network errors
-get it from us when retryWrites is on; errors of pre-4.4 servers get it by code);
-a retry whose error is labeled ``NoWritesPerformed`` raises the previous error;
-in a sharded cluster the mongos that failed is deprioritized when selecting the
-server for the retry. Where the newer specs contradict the seeds, the seeds win:
-a write is retried at most once; a read is retried until it succeeds or fails with
-a non-retryable error, stopping at its second socket timeout; a "not writable
-primary" or "node is recovering" error is retryable by its code whether or not the
-server labeled it.
+Added from the newer specs, which only add to the seeds here: the
+``RetryableWriteError`` label on the errors the driver retries (network errors when
+retryWrites is on; the retryable errors of pre-4.4 servers), as information for the
+caller; a retry whose error is labeled ``NoWritesPerformed`` raises the previous
+error; a PoolClearedError (CMAP: the error of a paused pool "MUST be considered a
+retryable error"; nothing was sent) is retryable for writes as the reads seed says
+it is for reads; in a sharded cluster the mongos that failed is deprioritized when
+selecting the server for the retry.
+
+Where the newer specs contradict the seeds, the seeds win: a write is retried at most
+once, and only after a network error or a "not writable primary" / "node is
+recovering" error (by its code or message, as the command's error or its
+writeConcernError), whether or not the server labeled it RetryableWriteError, and
+never after any other error, labeled or not; a read is retried only after the seed's
+errors (not ExceededTimeLimit nor ReadConcernMajorityNotAvailableYet, which the newer
+list adds), until it succeeds or fails with a non-retryable error, stopping at its
+second socket timeout when socketTimeoutMS derives the operation's timeouts.
+
+One bound the reads seed leaves open: "as many times as necessary" is kept within
+serverSelectionTimeoutMS from the first failure (or within timeoutMS when set), and
+from the third attempt on, retries back off (5 ms doubling, at most 500 ms), so a
+server that keeps answering a retryable error is not hammered in a tight loop.
 
 The policy is pure: :class:`WritePolicy` and :class:`ReadPolicy` are the seeds'
 pseudocode as small state machines, told what happened (a selection failed, a
@@ -29,6 +40,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -62,9 +74,8 @@ if TYPE_CHECKING:
     from mongocore.io.topology import Server
 
 __all__ = [
-    "LEGACY_RETRYABLE_WRITE_CODES",
     "NO_WRITES_PERFORMED",
-    "RETRYABLE_READ_CODES",
+    "READ_RETRY_BACKOFF",
     "RETRYABLE_READ_COMMANDS",
     "RETRYABLE_WRITE_COMMANDS",
     "RETRYABLE_WRITE_ERROR",
@@ -116,14 +127,8 @@ SEED_RETRYABLE_READ_CODES = frozenset(
         9001,  # SocketException
     }
 )
-#: Every retryable read code: the seed's, and the two the newer spec adds to its list.
-RETRYABLE_READ_CODES = SEED_RETRYABLE_READ_CODES | {
-    262,  # ExceededTimeLimit
-    134,  # ReadConcernMajorityNotAvailableYet
-}
-#: Codes for which the driver labels a pre-4.4 server's error RetryableWriteError
-#: (newer retryable-writes spec; 4.4+ servers add the label themselves).
-LEGACY_RETRYABLE_WRITE_CODES = SEED_RETRYABLE_READ_CODES | {262}  # ExceededTimeLimit
+#: Backoff between read retries from the third attempt on (seconds): first, cap.
+READ_RETRY_BACKOFF = (0.005, 0.5)
 
 #: Commands a supported write operation sends ("Supported Write Operations").
 RETRYABLE_WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify"})
@@ -148,27 +153,26 @@ def _code_and_message(error: OperationFailure) -> tuple[Optional[int], str]:
 
 def is_retryable_read_error(error: BaseException) -> bool:
     """The retryable-reads seed's "Retryable Error": a network error, a server error with
-    one of :data:`RETRYABLE_READ_CODES` (the seed's, plus ExceededTimeLimit and
-    ReadConcernMajorityNotAvailableYet from the newer spec's list), or a
-    PoolClearedError. Errors while establishing a connection count alike."""
+    one of :data:`SEED_RETRYABLE_READ_CODES`, or a PoolClearedError; nothing else (the
+    seed: drivers "MUST only retry" these). Errors while establishing a connection
+    count alike."""
     if isinstance(error, (NetworkError, PoolClearedError)):
         return True
     if isinstance(error, OperationFailure) and not isinstance(error, WriteConcernError):
-        return error.code in RETRYABLE_READ_CODES
+        return error.code in SEED_RETRYABLE_READ_CODES
     return False
 
 
 def is_retryable_write_error(error: BaseException) -> bool:
-    """The retryable-writes seed's "Retryable Error", plus the RetryableWriteError label.
+    """The retryable-writes seed's "Retryable Error".
 
-    Retryable: a network error; a PoolClearedError (nothing was sent); any error
-    labeled RetryableWriteError; a "not writable primary" or "node is recovering"
-    error (SDAM's state change errors, by code, or by message when there is no code),
-    as the command's error or as its writeConcernError.
+    Retryable: a network error; a PoolClearedError (nothing was sent); a "not writable
+    primary" or "node is recovering" error (SDAM's state change errors, by code, or by
+    message when there is no code), as the command's error or as its writeConcernError.
+    Nothing else, whatever its labels: the seed says drivers "MUST NOT attempt to retry
+    a write command on any other error".
     """
     if isinstance(error, (NetworkError, PoolClearedError)):
-        return True
-    if isinstance(error, MongoCoreError) and error.has_error_label(RETRYABLE_WRITE_ERROR):
         return True
     if isinstance(error, OperationFailure):
         code, message = _code_and_message(error)
@@ -190,18 +194,17 @@ def needs_retryable_write_label(
     """Should the driver add RetryableWriteError to this error (retryWrites being on)?
 
     Network errors: always. Server errors: only from servers older than 4.4 (newer
-    ones label what they consider retryable, and the driver must not add to it): a
-    top-level code in :data:`LEGACY_RETRYABLE_WRITE_CODES`, or such a code in the
-    writeConcernError of a mongod (never of a mongos).
+    ones label what they consider retryable, and the driver must not add to it), and
+    only those the seed retries (:func:`is_retryable_write_error`): as the top-level
+    error, or in the writeConcernError of a mongod (never of a mongos).
     """
     if isinstance(error, NetworkError):
         return True
     if not isinstance(error, OperationFailure) or max_wire_version >= WIRE_VERSION_4_4:
         return False
-    if isinstance(error, WriteConcernError):
-        code, _ = _code_and_message(error)
-        return not is_mongos and code in LEGACY_RETRYABLE_WRITE_CODES
-    return error.code in LEGACY_RETRYABLE_WRITE_CODES
+    if isinstance(error, WriteConcernError) and is_mongos:
+        return False
+    return is_retryable_write_error(error)
 
 
 # --- pure: commands and servers ----------------------------------------------------------
@@ -418,15 +421,22 @@ class ReadPolicy(RetryPolicy):
 
     ``enabled``: retryReads is on and the operation is a supported read. The read is
     retried as many times as needed, until it succeeds or fails with a non-retryable
-    error; a second socket timeout (NetworkTimeout) ends it and is raised. A
+    error. ``count_socket_timeouts``: socketTimeoutMS is set and derives the
+    operation's socket timeouts (timeoutMS is not set); then the second socket timeout
+    of an attempt (NetworkTimeout while the command was sent or its reply read) ends
+    the read and is raised. A timeout while connecting at checkout is not a socket
+    timeout of the operation: it is a retryable network error, never counted. A
     PoolClearedError at checkout is retried without consulting SDAM (the clear that
     caused it has done so). When no server can be selected for a retry, or the
     selected one is too old, the previous error is raised. A retry failing with an
     error of the driver raises the previous error; with a server error, that error.
     """
 
-    def __init__(self, enabled: bool, in_transaction: bool = False) -> None:
+    def __init__(
+        self, enabled: bool, in_transaction: bool = False, *, count_socket_timeouts: bool
+    ) -> None:
         self.enabled = enabled and not in_transaction
+        self.count_socket_timeouts = count_socket_timeouts
         self.socket_timeouts = 0
         self._once = False
 
@@ -441,7 +451,7 @@ class ReadPolicy(RetryPolicy):
     def checkout_failed(self, error: BaseException) -> Optional[BaseException]:
         if not self.enabled:
             return error
-        if isinstance(error, PoolClearedError):
+        if isinstance(error, (PoolClearedError, NetworkError)):
             self.previous_error = error
             return None
         return self.attempt_failed(error)
@@ -449,13 +459,10 @@ class ReadPolicy(RetryPolicy):
     def attempt_failed(self, error: BaseException) -> Optional[BaseException]:
         if self._once or not self.enabled:
             return error
-        if isinstance(error, NetworkError):
-            if isinstance(error, NetworkTimeout):
-                self.socket_timeouts += 1
-                if self.socket_timeouts >= 2:
-                    return error
-            self.previous_error = error
-            return None
+        if isinstance(error, NetworkTimeout) and self.count_socket_timeouts:
+            self.socket_timeouts += 1
+            if self.socket_timeouts >= 2:
+                return error
         if is_retryable_read_error(error):
             self.previous_error = error
             return None
@@ -536,11 +543,18 @@ def apply_read_preference(
     server: ServerDescription,
 ) -> None:
     """Express the read preference in an OP_MSG command (server selection seed, "Use of
-    read preferences with commands", "Passing read preference to mongos").
+    read preferences with commands", "Passing read preference to mongos"), by the
+    newer spec's OP_MSG rules where OP_MSG leaves the seed's OP_QUERY rules no way:
 
-    OP_MSG has no secondaryOk bit: a mongos (or load balancer) gets the document the
-    mongos rules call for; any other server that must accept a non-primary read is
-    told so with ``$readPreference``.
+    - OP_MSG has no secondaryOk bit. A mongos or load balancer gets ``$readPreference``
+      for every mode but primary, secondaryPreferred without tags nor
+      maxStalenessSeconds included (the seed's OP_QUERY rule expresses that one with
+      the bit alone);
+    - a replica set member gets the read preference document for every mode but
+      primary, and nothing for primary;
+    - a member reached directly (Single topology) gets ``{mode: primaryPreferred}``
+      for primary, else the document, so that it serves the read whatever its state;
+    - a Standalone gets nothing: it serves every read.
     """
     if "$readPreference" in command:
         return
@@ -559,12 +573,21 @@ def apply_read_preference(
 _READ_CONCERN_COMMANDS = frozenset({"find", "aggregate", "distinct", "count"})
 
 
-def _policy_for(operation: Operation, retry_reads: bool, retry_writes: bool) -> RetryPolicy:
+# The executor's code, from here to the end of the module, is I/O: mutation testing
+# covers the pure policy above (docs/spec-compliance.md, "Mutation testing").
+# pragma: no mutate block
+def _policy_for(
+    operation: Operation, retry_reads: bool, retry_writes: bool, socket_timeout_ms_set: bool
+) -> RetryPolicy:
     in_transaction = operation.session.in_transaction
     if operation.address is not None or operation.retry is RetryKind.NONE:
         return SingleAttemptPolicy()
     if operation.retry is RetryKind.READ:
-        return ReadPolicy(retry_reads, in_transaction)
+        return ReadPolicy(
+            retry_reads,
+            in_transaction,
+            count_socket_timeouts=socket_timeout_ms_set,
+        )
     return WritePolicy(retry_writes and operation.acknowledged and not in_transaction)
 
 
@@ -582,7 +605,10 @@ class Executor:
             options.socket_timeout_ms / 1000.0 if options.socket_timeout_ms else None
         )
         self._default_timeout_ms = options.timeout_ms
+        self._server_selection_timeout = options.server_selection_timeout_ms / 1000.0
         self._clock = cluster_clock
+        #: Set by Client.close(): a read backing off between retries stops waiting.
+        self.closing = threading.Event()
 
     # --- the loop ----------------------------------------------------------------------
 
@@ -590,18 +616,25 @@ class Executor:
         """Run ``op`` to its end: its reply, or the error the retry rules choose."""
         self._client._check_open()
         op.session._check_usable(self._client)
-        policy = _policy_for(op, self._retry_reads, self._retry_writes)
         timeout_ms = op.timeout_ms if op.timeout_ms is not None else self._default_timeout_ms
+        policy = _policy_for(
+            op,
+            self._retry_reads,
+            self._retry_writes,
+            self._socket_timeout is not None and timeout_ms is None,
+        )
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         operation_id = op.operation_id if op.operation_id is not None else next_operation_id()
         txn_number: Optional[Any] = None
         failed_at: Optional[Address] = None
+        retries = 0
+        retry_until: Optional[float] = None
         while True:
             # Errors are raised outside the except clauses: the error the policy chooses
             # may be an earlier one, which the later error must not be chained to.
             selection_error: Optional[MongoCoreError] = None
             try:
-                server, sd = self._select(op, failed_at, deadline)
+                server, sd = self._select(op, failed_at, deadline, operation_id)
             except MongoCoreError as exc:
                 selection_error = exc
             if selection_error is not None:
@@ -665,6 +698,19 @@ class Executor:
             self._log_retry(op, failure)
             if _expired(deadline):
                 raise policy.expired(failure)
+            retries += 1
+            if isinstance(policy, ReadPolicy):
+                # The reads seed's "as many times as necessary", within a bound.
+                if deadline is None:
+                    now = time.monotonic()
+                    if retry_until is None:
+                        retry_until = now + self._server_selection_timeout
+                    elif now >= retry_until:
+                        raise failure
+                if retries >= 2:
+                    first, cap = READ_RETRY_BACKOFF
+                    if self.closing.wait(min(cap, first * 2 ** (retries - 2))):
+                        raise failure
 
     # --- one attempt -------------------------------------------------------------------
 
@@ -760,7 +806,11 @@ class Executor:
     # --- helpers -------------------------------------------------------------------------
 
     def _select(
-        self, op: Operation, failed_at: Optional[Address], deadline: Optional[float]
+        self,
+        op: Operation,
+        failed_at: Optional[Address],
+        deadline: Optional[float],
+        operation_id: int,
     ) -> tuple[Server, ServerDescription]:
         topology = self._topology
         if op.address is not None:
@@ -779,8 +829,13 @@ class Executor:
         if deadline is not None:
             limit = topology.settings.server_selection_timeout_ms / 1000.0
             timeout = max(0.0, min(limit, deadline - time.monotonic()))
+        # The operation's name and id appear in the selection's log messages.
         return topology.select_server(
-            op.read_preference, deprioritized=deprioritized, timeout=timeout
+            op.read_preference,
+            deprioritized=deprioritized,
+            timeout=timeout,
+            operation=op.name,
+            operation_id=operation_id,
         )
 
     def _description_supports(self, op: Operation, sd: ServerDescription) -> Optional[bool]:

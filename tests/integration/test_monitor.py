@@ -234,6 +234,50 @@ def test_request_check_wakes_the_monitor_but_not_before_the_minimum(
     assert second - first >= 0.3
 
 
+def test_requests_during_a_check_are_ignored(
+    hello_server: MockupDB, hello_responder: HelloResponder, start_monitor: MonitorFactory
+) -> None:
+    """server-monitoring.md, "Requesting an immediate check": "If a hello call is
+    already in progress, the request MUST be ignored". Kept instead, a request would
+    start one more check right after the held one (the broken variant this catches)."""
+    monitor, target, heartbeats = start_monitor(
+        address_of(hello_server), settings(heartbeat=600.0, minimum=0.05)
+    )
+    target.next()
+    hello_responder.then(HelloResponder.hold)
+    monitor.request_check()
+    held = receive_request(hello_server)  # the second check waits for this reply
+    for _ in range(3):
+        monitor.request_check()
+    held.replies(hello_reply())
+    target.next()
+    # heartbeat_frequency is 600 s: a third check could only come from a kept request.
+    # Give it ten times the minimum pause to show up.
+    with heartbeats._cond:
+        third = heartbeats._cond.wait_for(
+            lambda: len(heartbeats.times(ServerHeartbeatStartedEvent)) >= 3, 0.5
+        )
+    assert not third, heartbeats.kinds()
+
+
+def test_a_request_ignored_during_a_cancelled_check_is_honoured(
+    hello_server: MockupDB, hello_responder: HelloResponder, start_monitor: MonitorFactory
+) -> None:
+    """A cancelled check reports nothing, so a request it made the monitor ignore is
+    still owed: without it the monitor would wait a whole heartbeat (600 s here)."""
+    monitor, target, _ = start_monitor(
+        address_of(hello_server), settings(heartbeat=600.0, minimum=0.05)
+    )
+    target.next()
+    hello_responder.then(HelloResponder.hold)
+    monitor.request_check()
+    receive_request(hello_server)
+    monitor.request_check()  # ignored: a check is in progress
+    monitor.cancel_check()
+    after = target.next()  # only the owed request can start this check
+    assert after.type is ServerType.STANDALONE
+
+
 def test_cancel_check_abandons_the_check_in_progress(
     hello_server: MockupDB, hello_responder: HelloResponder, start_monitor: MonitorFactory
 ) -> None:

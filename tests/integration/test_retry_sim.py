@@ -182,13 +182,29 @@ def test_a_write_is_retried_at_most_once(rs: ReplicaSet, recorder: Recorder) -> 
     with sim_client(rs.uri, recorder, retryWrites=True) as client:
         primary = rs.primary
         assert primary is not None
+        primary.fail_command("insert", close_connection=True, mode={"times": 5})
+        with pytest.raises(NetworkError):
+            client["app"]["items"].insert_one({"_id": 1})
+        assert len(recorder.started_of("insert")) == 2
+
+
+def test_a_labeled_error_the_seed_does_not_list_is_not_retried(
+    rs: ReplicaSet, recorder: Recorder
+) -> None:
+    """retryable-writes 1.0: only network and "not writable primary" / "node is
+    recovering" errors are retried; a server's RetryableWriteError label on another
+    code (HostUnreachable here) does not make it retryable."""
+    with sim_client(rs.uri, recorder, retryWrites=True) as client:
+        primary = rs.primary
+        assert primary is not None
         primary.fail_command(
-            "insert", error_code=6, error_labels=["RetryableWriteError"], mode={"times": 5}
+            "insert", error_code=6, error_labels=["RetryableWriteError"], mode={"times": 1}
         )
         with pytest.raises(OperationFailure) as info:
             client["app"]["items"].insert_one({"_id": 1})
         assert info.value.code == 6
-        assert len(recorder.started_of("insert")) == 2
+        assert len(recorder.started_of("insert")) == 1
+        assert client["app"]["items"].find_one({"_id": 1}) is None
 
 
 def test_a_non_retryable_error_is_not_retried(rs: ReplicaSet, recorder: Recorder) -> None:
@@ -272,7 +288,7 @@ def test_a_mongos_that_failed_is_deprioritized_for_the_retry(recorder: Recorder)
 
         recorder.on_failed = clear_all
         for mongos in cluster.mongoses:
-            mongos.fail_command("insert", error_code=6, mode={"times": 1})
+            mongos.fail_command("insert", error_code=189, mode={"times": 1})
         coll.insert_one({"_id": 1})
         for mongos in cluster.mongoses:
             mongos.fail_command("find", error_code=6, mode={"times": 1})
@@ -353,6 +369,28 @@ def test_a_read_bounded_by_timeout_ms_raises_the_last_error(
             client["app"]["items"].distinct("a")
         assert_last_attempt_error(info.value, recorder)
         standalone.member.clear_fail_points()
+
+
+def test_a_persistent_retryable_read_error_is_retried_within_a_bound(
+    standalone: Standalone, recorder: Recorder
+) -> None:
+    """The seed retries a read "as many times as necessary"; with a server that keeps
+    answering a retryable error (HostUnreachable leaves it selectable), mongocore keeps
+    retrying for serverSelectionTimeoutMS, backing off, then raises the last error.
+    Unbounded, the read would never return; without the back-off it would send
+    hundreds of commands in that time."""
+    with sim_client(standalone.uri, recorder, serverSelectionTimeoutMS=800) as client:
+        coll = client["app"]["items"]
+        standalone.member.fail_command("distinct", error_code=6)
+        recorder.clear()
+        join = run_in_thread(lambda: coll.distinct("a"))
+        with pytest.raises(OperationFailure) as info:
+            join()
+        standalone.member.clear_fail_points()
+    assert info.value.code == 6
+    failures = recorder.failed_of("distinct")
+    assert info.value is failures[-1].failure
+    assert 3 <= len(failures) <= 40, len(failures)
 
 
 def assert_last_attempt_error(error: BaseException, recorder: Recorder) -> None:

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from tests.spec import deviations, specdata
@@ -19,10 +21,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     full = [str(a) for a in config.args]
     if not ran_all_spec or any(a.endswith(".py") or "::" in a for a in full):
         return
-    unused = sorted(deviations.all_patterns() - deviations.USED)
+    unused = deviations.unused()
     if unused:
-        lines = "\n".join(f"  [[{k}]] {s}: {p}" for k, s, p in unused)
+        lines = "\n".join(f"  [[{kind}]] {e['suite']}: {e['selects']}" for kind, e in unused)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         config.get_terminal_writer().line(
-            f"specs/deviations.toml has entries no test used:\n{lines}", red=True
+            f"specs/deviations.toml has rules that selected no test:\n{lines}", red=True
         )
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many tests each rule of specs/deviations.toml selected in this run."""
+    if not any(deviations.SELECTED.values()):
+        return
+    terminalreporter.section("specs/deviations.toml: tests selected per rule")
+    for line in deviations.report():
+        terminalreporter.line(line)

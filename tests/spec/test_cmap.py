@@ -360,7 +360,7 @@ def server_for(test: Mapping[str, Any]) -> Iterator[Optional[Standalone]]:
 def test_cmap(path: Path) -> None:
     test = specdata.load(path)
     test_id = path.stem
-    not_applicable = deviations.not_applicable(SUITE, test_id)
+    not_applicable = deviations.not_applicable(SUITE, test, test, test_id)
     if not_applicable is not None:
         pytest.skip(not_applicable["reason"])
 

@@ -53,7 +53,7 @@ def run(suite: str, test_id: str, case: dict[str, Any], *, warning_means_error: 
     """Run one case. ``warning_means_error``: every warning must come from an invalid
     value (strict mode raises) or an unknown key (the uri-options suite's promise)."""
     uri = case["uri"]
-    if deviations.not_applicable(suite, test_id) is not None:
+    if deviations.not_applicable(suite, case, case, test_id) is not None:
         _assert_ignored_as_unsupported(case)
         return
 

@@ -250,3 +250,25 @@ def test_classify_network_timeout_overload_and_stale() -> None:
     )
     assert classify(td, overloaded, 0).mark_unknown is None
     assert classify(td, ApplicationError(A, ErrorKind.NETWORK, 0), 1).stale
+
+
+def test_an_unlabelled_establishment_error_marks_the_server_unknown() -> None:
+    """SDAM seed, "MongoDB Handshake errors": an error without the backpressure label
+    while establishing an application connection (a DNS failure is one: no server was
+    reached, so the connection code does not label it) marks the server Unknown,
+    clears its pool and cancels the monitor's check; a labelled one changes nothing."""
+    td = _td_with_primary()
+    dns = ApplicationError(A, ErrorKind.NETWORK, 0, completed_handshake=False)
+    decision = classify(td, dns, 0)
+    assert decision.mark_unknown is not None
+    assert decision.mark_unknown.type is ServerType.UNKNOWN
+    assert decision.clear_pool and decision.cancel_check
+    labelled = ApplicationError(
+        A,
+        ErrorKind.NETWORK,
+        0,
+        completed_handshake=False,
+        error_labels=frozenset({"SystemOverloadedError", "RetryableError"}),
+    )
+    assert classify(td, labelled, 0).mark_unknown is None
+    assert not classify(td, labelled, 0).clear_pool

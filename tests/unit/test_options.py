@@ -284,3 +284,17 @@ def test_client_options_are_frozen() -> None:
     options = ClientOptions.from_uri("mongodb://h")
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.max_pool_size = 1  # type: ignore[misc]
+
+
+def test_get_option_by_connection_string_name() -> None:
+    options = ClientOptions.from_uri(
+        "mongodb://h/?replicaSet=rs&SSL=true&connectTimeoutMS=0&appname=app"
+    )
+    assert options.get_option("replicaSet") == options.get_option("REPLICASET") == "rs"
+    assert options.get_option("ssl") is options.get_option("tls") is True
+    assert options.get_option("connectTimeoutMS") is None  # 0 means no limit
+    assert options.get_option("appName") == "app"
+    assert options.get_option("retryWrites") is False  # a default
+    for name in ("noSuchOption", "proxyHost", "hosts"):
+        with pytest.raises(KeyError):
+            options.get_option(name)

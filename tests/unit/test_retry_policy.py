@@ -28,9 +28,7 @@ from mongocore.errors import (
     WriteConcernError,
 )
 from mongocore.retry import (
-    LEGACY_RETRYABLE_WRITE_CODES,
     NO_WRITES_PERFORMED,
-    RETRYABLE_READ_CODES,
     RETRYABLE_WRITE_ERROR,
     SEED_RETRYABLE_READ_CODES,
     ReadPolicy,
@@ -88,9 +86,14 @@ def test_the_seeds_read_codes_are_retryable(code: int) -> None:
 
 
 @pytest.mark.parametrize("code", [262, 134])
-def test_the_newer_specs_read_codes_are_retryable_too(code: int) -> None:
-    assert code not in SEED_RETRYABLE_READ_CODES and code in RETRYABLE_READ_CODES
-    assert is_retryable_read_error(server_error(code))
+def test_the_newer_specs_extra_read_codes_are_not_retried(code: int) -> None:
+    # retryable-reads 1.3.0 "MUST only retry" its own list; the newer spec adds these.
+    assert code not in SEED_RETRYABLE_READ_CODES
+    assert not is_retryable_read_error(server_error(code))
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
+    read_attempt(policy)
+    error = server_error(code)
+    assert policy.attempt_failed(error) is error
 
 
 @pytest.mark.parametrize("code", [2, 11000, 50, 20, 11601, None])
@@ -131,19 +134,22 @@ def test_state_change_messages_without_a_code_retry(message: str) -> None:
 
 
 @pytest.mark.parametrize("code", [6, 7, 89, 9001, 262, 11000, 112, 64])
-def test_other_write_errors_retry_only_with_the_label(code: int) -> None:
-    error = server_error(code)
-    assert not is_retryable_write_error(error)
+def test_other_write_errors_never_retry_even_with_the_label(code: int) -> None:
+    # retryable-writes 1.0: "MUST NOT attempt to retry a write command on any other error".
+    assert not is_retryable_write_error(server_error(code))
     labeled = server_error(code, errorLabels=[RETRYABLE_WRITE_ERROR])
-    assert is_retryable_write_error(labeled)
+    assert not is_retryable_write_error(labeled)
+    policy = WritePolicy(enabled=True)
+    first_attempt(policy)
+    assert policy.attempt_failed(labeled) is labeled
 
 
-def test_write_concern_errors_retry_by_their_own_code_or_the_label() -> None:
+def test_write_concern_errors_retry_by_their_own_code_only() -> None:
     assert is_retryable_write_error(wce_error(91))  # ShutdownInProgress
     assert is_retryable_write_error(wce_error(189))
     assert not is_retryable_write_error(wce_error(64))  # WriteConcernFailed (wtimeout)
     assert not is_retryable_write_error(wce_error(11601))  # Interrupted
-    assert is_retryable_write_error(wce_error(64, (RETRYABLE_WRITE_ERROR,)))
+    assert not is_retryable_write_error(wce_error(64, (RETRYABLE_WRITE_ERROR,)))
 
 
 def test_network_and_pool_cleared_errors_are_retryable_writes() -> None:
@@ -168,8 +174,8 @@ def test_the_label_goes_on_network_errors_of_any_server() -> None:
     assert needs_retryable_write_label(timeout(), max_wire_version=6, is_mongos=True)
 
 
-@pytest.mark.parametrize("code", sorted(LEGACY_RETRYABLE_WRITE_CODES))
-def test_the_label_goes_on_pre_44_server_errors_by_code(code: int) -> None:
+@pytest.mark.parametrize("code", STATE_CHANGE_CODES)
+def test_the_label_goes_on_pre_44_server_errors_the_seed_retries(code: int) -> None:
     assert needs_retryable_write_label(server_error(code), max_wire_version=8, is_mongos=False)
     assert needs_retryable_write_label(server_error(code), max_wire_version=8, is_mongos=True)
     # 4.4+ servers label errors themselves: never added by the driver.
@@ -182,6 +188,11 @@ def test_the_label_on_write_concern_errors_only_from_a_pre_44_mongod() -> None:
     assert not needs_retryable_write_label(wce_error(91), max_wire_version=9, is_mongos=False)
     assert not needs_retryable_write_label(wce_error(64), max_wire_version=8, is_mongos=False)
     assert not needs_retryable_write_label(server_error(11000), max_wire_version=8, is_mongos=False)
+    # Codes the newer spec labels but the seed never retries get no label from us.
+    for code in (6, 7, 89, 9001, 262):
+        assert not needs_retryable_write_label(
+            server_error(code), max_wire_version=8, is_mongos=False
+        )
     assert not needs_retryable_write_label(
         WaitQueueTimeoutError("queue"), max_wire_version=8, is_mongos=False
     )
@@ -392,13 +403,13 @@ def read_attempt(policy: ReadPolicy, supported: bool = True) -> None:
 
 
 def test_read_selection_failure_on_the_first_attempt_propagates() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     error = selection_error()
     assert policy.selection_failed(error) is error
 
 
 def test_read_retried_until_success_not_just_once() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     errors = [network(), server_error(91), server_error(6), network(), server_error(13435)]
     for error in errors:
         read_attempt(policy)
@@ -408,7 +419,7 @@ def test_read_retried_until_success_not_just_once() -> None:
 
 
 def test_read_stops_at_the_second_socket_timeout_and_raises_it() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=True)
     read_attempt(policy)
     assert policy.attempt_failed(timeout()) is None
     read_attempt(policy)
@@ -419,8 +430,28 @@ def test_read_stops_at_the_second_socket_timeout_and_raises_it() -> None:
     assert policy.socket_timeouts == 2
 
 
+def test_socket_timeouts_are_not_counted_unless_socket_timeout_ms_derives_them() -> None:
+    # The seed's cap applies "if the socketTimeoutMS option is set and is being used to
+    # derive socket timeouts for the operation"; otherwise a timeout is a network error.
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
+    for _ in range(4):
+        read_attempt(policy)
+        assert policy.attempt_failed(timeout()) is None
+    assert policy.socket_timeouts == 0
+
+
+def test_connect_timeouts_at_checkout_are_retried_and_not_counted() -> None:
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=True)
+    for _ in range(3):
+        assert policy.checkout_failed(timeout()) is None
+    assert policy.socket_timeouts == 0
+    read_attempt(policy)
+    assert policy.attempt_failed(timeout()) is None
+    assert policy.socket_timeouts == 1
+
+
 def test_read_pool_cleared_at_checkout_is_retried_and_becomes_the_previous_error() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     assert policy.server_selected(None) is None
     cleared = PoolClearedError("cleared", ADDRESS)
     assert policy.checkout_failed(cleared) is None
@@ -428,12 +459,12 @@ def test_read_pool_cleared_at_checkout_is_retried_and_becomes_the_previous_error
 
 
 def test_read_network_error_while_connecting_is_retried() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     assert policy.checkout_failed(network()) is None
 
 
 def test_read_retry_selection_failure_raises_the_previous_error() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
     first = network()
     assert policy.attempt_failed(first) is None
@@ -444,14 +475,14 @@ def test_read_retry_selection_failure_raises_the_previous_error() -> None:
 
 
 def test_read_on_a_server_too_old_runs_once() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     assert policy.connection_ready(False) is None
     error = network()
     assert policy.attempt_failed(error) is error
 
 
 def test_read_retry_on_a_server_too_old_raises_the_previous_error() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
     previous = network()
     assert policy.attempt_failed(previous) is None
@@ -459,23 +490,25 @@ def test_read_retry_on_a_server_too_old_raises_the_previous_error() -> None:
 
 
 def test_read_without_retry_reads_runs_once() -> None:
-    policy = ReadPolicy(enabled=False)
+    policy = ReadPolicy(enabled=False, count_socket_timeouts=False)
     read_attempt(policy)
     error = network()
     assert policy.attempt_failed(error) is error
     cleared = PoolClearedError("cleared", ADDRESS)
-    assert ReadPolicy(enabled=False).checkout_failed(cleared) is cleared
+    assert (
+        ReadPolicy(enabled=False, count_socket_timeouts=False).checkout_failed(cleared) is cleared
+    )
 
 
 def test_read_in_a_transaction_runs_once() -> None:
-    policy = ReadPolicy(enabled=True, in_transaction=True)
+    policy = ReadPolicy(enabled=True, in_transaction=True, count_socket_timeouts=False)
     read_attempt(policy)
     error = server_error(91)
     assert policy.attempt_failed(error) is error
 
 
 def test_read_non_retryable_server_error_after_retries_is_raised() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
     assert policy.attempt_failed(network()) is None
     read_attempt(policy)
@@ -484,7 +517,7 @@ def test_read_non_retryable_server_error_after_retries_is_raised() -> None:
 
 
 def test_read_driver_error_after_retries_raises_the_previous_error() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
     previous = server_error(189)
     assert policy.attempt_failed(previous) is None
@@ -492,13 +525,13 @@ def test_read_driver_error_after_retries_raises_the_previous_error() -> None:
 
 
 def test_read_driver_error_on_the_first_attempt_propagates() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     error = WaitQueueTimeoutError("queue")
     assert policy.checkout_failed(error) is error
 
 
 def test_timeout_ms_expiry_raises_the_last_error() -> None:
-    policy = ReadPolicy(enabled=True)
+    policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
     last = server_error(6)
     assert policy.attempt_failed(last) is None
@@ -537,3 +570,53 @@ def test_read_preference_is_sent_to_a_secondary_and_to_mongos() -> None:
     given: dict[str, Any] = {"find": "c", "$readPreference": {"mode": "nearest"}}
     apply_read_preference(given, ReadPreference(Mode.SECONDARY), TopologyType.SHARDED, mongos)
     assert given["$readPreference"] == {"mode": "nearest"}
+
+
+def _sent(
+    read_preference: ReadPreference, topology_type: TopologyType, server_type: ServerType
+) -> Any:
+    command: dict[str, Any] = {"find": "c"}
+    apply_read_preference(
+        command, read_preference, topology_type, ServerDescription(ADDRESS, server_type)
+    )
+    return command.get("$readPreference")
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_no_read_preference_is_sent_to_a_standalone(mode: Mode) -> None:
+    # OP_MSG rule of the newer server selection spec: "Type Standalone: clients MUST NOT
+    # send the read preference to the server".
+    assert _sent(ReadPreference(mode), TopologyType.SINGLE, ServerType.STANDALONE) is None
+
+
+def test_a_member_reached_directly_is_told_it_may_serve_any_read() -> None:
+    single = TopologyType.SINGLE
+    primary = ReadPreference(Mode.PRIMARY)
+    assert _sent(primary, single, ServerType.RS_SECONDARY) == {"mode": "primaryPreferred"}
+    nearest = ReadPreference(Mode.NEAREST, [{"dc": "ny"}])
+    assert _sent(nearest, single, ServerType.RS_SECONDARY) == {
+        "mode": "nearest",
+        "tags": [{"dc": "ny"}],
+    }
+
+
+def test_a_replica_set_member_gets_the_document_except_for_primary() -> None:
+    rs = TopologyType.REPLICA_SET_WITH_PRIMARY
+    assert _sent(ReadPreference(Mode.PRIMARY), rs, ServerType.RS_PRIMARY) is None
+    assert _sent(ReadPreference(Mode.SECONDARY_PREFERRED), rs, ServerType.RS_PRIMARY) == {
+        "mode": "secondaryPreferred"
+    }
+
+
+@pytest.mark.parametrize("server_type", [ServerType.MONGOS, ServerType.LOAD_BALANCER])
+def test_secondary_preferred_without_tags_is_sent_to_mongos_over_op_msg(
+    server_type: ServerType,
+) -> None:
+    # The seed's OP_QUERY rule expresses it with the secondaryOk bit alone; OP_MSG has
+    # no such bit, so the document is sent (a declared deviation, see spec-compliance).
+    topology = (
+        TopologyType.SHARDED if server_type is ServerType.MONGOS else (TopologyType.LOAD_BALANCED)
+    )
+    sent = _sent(ReadPreference(Mode.SECONDARY_PREFERRED), topology, server_type)
+    assert sent == {"mode": "secondaryPreferred"}
+    assert _sent(ReadPreference(Mode.PRIMARY), topology, server_type) is None

@@ -19,6 +19,7 @@ from mongocore.auth import (
     Authenticator,
     Credentials,
     ScramConversation,
+    authenticator_for,
     credentials_for,
     saslprep,
     scram_password,
@@ -304,8 +305,11 @@ def test_x509_source_is_external(
     ],
 )
 def test_invalid_credentials_are_configuration_errors(uri: str, match: str) -> None:
+    # Invalid credentials fail in credentials_for; valid ones mongocore cannot use
+    # (another mechanism, X.509 without TLS, a password SASLprep refuses) in
+    # authenticator_for. Both run when the client is created.
     with pytest.raises(ConfigurationError, match=match) as info:
-        creds(uri)
+        authenticator_for(ClientOptions.from_uri(uri))
     assert "bad\u0007pw" not in str(info.value)
 
 

@@ -242,12 +242,17 @@ def test_passing_read_preference_to_mongos(
     assert read_preference_for_server(rp, T.LOAD_BALANCED, S.LOAD_BALANCER) == expected
 
 
-@pytest.mark.parametrize("server_type", [S.STANDALONE, S.RS_PRIMARY, S.RS_SECONDARY, S.RS_ARBITER])
+@pytest.mark.parametrize("server_type", [S.RS_PRIMARY, S.RS_SECONDARY, S.RS_ARBITER])
 @pytest.mark.parametrize("rp", [None, PRIMARY, SECONDARY, NEAREST])
-def test_single_topology_always_sets_secondary_ok(
+def test_single_topology_member_always_sets_secondary_ok(
     server_type: ServerType, rp: Optional[ReadPreference]
 ) -> None:
     assert read_preference_for_server(rp, T.SINGLE, server_type) == (None, True)
+
+
+@pytest.mark.parametrize("rp", [None, PRIMARY, SECONDARY, NEAREST])
+def test_a_standalone_is_sent_no_read_preference(rp: Optional[ReadPreference]) -> None:
+    assert read_preference_for_server(rp, T.SINGLE, S.STANDALONE) == (None, False)
 
 
 def test_replica_set_members_get_secondary_ok_for_every_mode_but_primary() -> None:

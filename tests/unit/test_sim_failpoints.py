@@ -192,6 +192,18 @@ def test_fail_points_count_only_matching_commands() -> None:
     assert point is not None and point.entered == 1 and not point.active
 
 
+def test_fail_commands_match_a_command_by_any_of_its_names() -> None:
+    # A server matches "ismaster" against the "isMaster" of a handshake (one command,
+    # two names); "hello" is another command.
+    points = FailPoints()
+    points.configure("failCommand", "alwaysOn", {"failCommands": ["ismaster"], "errorCode": 1})
+    assert points.fail_command("isMaster", None) is not None
+    assert points.fail_command("ismaster", None) is not None
+    assert points.fail_command("hello", None) is None
+    points.configure("failCommand", "alwaysOn", {"failCommands": ["isMaster"], "errorCode": 1})
+    assert points.fail_command("ismaster", None) is not None
+
+
 def test_concurrent_blocked_commands_all_finish_on_stop() -> None:
     rs = ReplicaSet(1, election_delay=0.02).start()
     member = rs.members[0]

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional
 
+from bson import DatetimeMS
+
 from mongocore.address import Address, parse_address
 from mongocore.description.types import DATA_BEARING, ServerType
 
@@ -331,7 +333,7 @@ def _epoch_seconds(value: Any) -> Optional[float]:
         return (value - epoch).total_seconds()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value) / 1000.0
-    if hasattr(value, "to_datetime"):  # bson.DatetimeMS outside the datetime range
+    if isinstance(value, DatetimeMS):  # decoded outside the datetime range
         return float(int(value)) / 1000.0
     raise TypeError(f"lastWriteDate must be a date, not {type(value).__name__}")
 

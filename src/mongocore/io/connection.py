@@ -65,6 +65,7 @@ from mongocore.compression import (
     negotiate,
 )
 from mongocore.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
+from mongocore.driver_info import DriverInfo, DriverInfoList, append_driver_info
 from mongocore.errors import (
     ConfigurationError,
     MongoCoreError,
@@ -157,6 +158,9 @@ class ConnectionSettings:
     server_hostname: Optional[str] = None
     compressors: tuple[str, ...] = ()
     zlib_compression_level: int = -1
+    #: What wrapping libraries appended to the client metadata; shared by all the
+    #: settings of one client, so connections created after an append carry it.
+    driver_info: Optional[DriverInfoList] = None
 
     def __post_init__(self) -> None:
         for name in ("connect_timeout", "socket_timeout"):
@@ -331,12 +335,15 @@ def client_metadata(
     dockerenv: str = "/.dockerenv",
     platform_info: Optional[str] = None,
     os_info: Optional[Mapping[str, str]] = None,
+    driver_info: Sequence[DriverInfo] = (),
 ) -> dict[str, Any]:
     """The handshake's ``client`` document, kept within 512 bytes of BSON.
 
-    When it is too large, the spec's steps are applied cumulatively until it fits:
-    keep only ``env.name``; keep only ``os.type``; drop ``env``; truncate ``platform``.
-    The keyword arguments replace what is detected (for tests).
+    ``driver_info`` is appended to the driver's name and version and the platform
+    ("Supporting Wrapping Libraries"). When the document is too large, the spec's steps
+    are applied cumulatively until it fits: keep only ``env.name``; keep only
+    ``os.type``; drop ``env``; truncate ``platform``. The other keyword arguments
+    replace what is detected (for tests).
     """
     document: dict[str, Any] = {}
     if app_name is not None:
@@ -344,6 +351,7 @@ def client_metadata(
     document["driver"] = {"name": DRIVER_NAME, "version": __version__}
     document["os"] = dict(_os_document() if os_info is None else os_info)
     document["platform"] = _platform_string() if platform_info is None else platform_info
+    document = append_driver_info(document, driver_info)
     env = _env_document(os.environ if environ is None else environ, dockerenv)
     if env:
         document["env"] = env
@@ -372,9 +380,11 @@ def client_metadata(
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_metadata(app_name: Optional[str]) -> dict[str, Any]:
+def _cached_metadata(
+    app_name: Optional[str], driver_info: tuple[DriverInfo, ...] = ()
+) -> dict[str, Any]:
     # The environment is read once per process, like the OS and platform details.
-    return client_metadata(app_name)
+    return client_metadata(app_name, driver_info=driver_info)
 
 
 def _handshake_command(settings: ConnectionSettings) -> dict[str, Any]:
@@ -383,7 +393,8 @@ def _handshake_command(settings: ConnectionSettings) -> dict[str, Any]:
         command = {"hello": 1, "helloOk": True}
     else:
         command = {"isMaster": 1, "helloOk": True}
-    command["client"] = _cached_metadata(settings.app_name)
+    infos = settings.driver_info.snapshot() if settings.driver_info is not None else ()
+    command["client"] = _cached_metadata(settings.app_name, infos)
     # Sent only when compressors are configured: the spec's empty list is a SHOULD,
     # and an absent field means the same to every server.
     if settings.compressors:

@@ -266,6 +266,10 @@ class Monitor:
         self._rtt_monitor: Optional[_RttMonitor] = None
         self._stopped = False
         self._check_requested = False
+        #: A hello call is in progress: check requests are ignored meanwhile.
+        self._checking = False
+        #: A request was ignored during the check in progress.
+        self._request_ignored = False
         self._cancel_generation = 0
         self._slot = _ConnectionSlot(self._lock)
         # Used by the monitor thread only:
@@ -312,6 +316,11 @@ class Monitor:
         """Check as soon as possible, but not sooner than min_heartbeat_frequency after
         the previous check ended; ignored if a check is in progress."""
         with self._lock:
+            if self._checking:
+                # "If a hello call is already in progress, the request MUST be ignored":
+                # the check under way reports a description at least as new.
+                self._request_ignored = True
+                return
             self._check_requested = True
             self._cond.notify_all()
 
@@ -321,6 +330,10 @@ class Monitor:
         on the usual schedule (or when requested)."""
         with self._lock:
             self._cancel_generation += 1
+            if self._checking and self._request_ignored:
+                # The cancelled check reports nothing: what it was to answer is owed.
+                self._check_requested = True
+            self._checking = False
             taken = self._slot.take_locked()
             self._cond.notify_all()
         _abort(taken, "cancelled")
@@ -433,6 +446,8 @@ class Monitor:
             generation = self._cancel_generation
             connection = self._slot.connection
             self._check_requested = False
+            self._checking = True
+            self._request_ignored = False
         self._heartbeat_start = None
         error: Optional[BaseException] = None
         description: Optional[ServerDescription] = None
@@ -451,6 +466,9 @@ class Monitor:
                 raise ProtocolError(description.error, address=self._address)
         except Exception as exc:
             error = exc
+        finally:
+            with self._lock:
+                self._checking = False
         self._last_check_end = time.monotonic()
         cancelled = self._is_cancelled(generation)
         if error is None and not cancelled:

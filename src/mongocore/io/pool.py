@@ -498,12 +498,15 @@ class Pool(Generic[C]):
             self._emit_check_out_failed_locked(CheckOutFailedReason.POOL_CLOSED, started)
             raise self._closed_error()
         if self._state is PoolState.PAUSED:
-            self._emit_check_out_failed_locked(CheckOutFailedReason.CONNECTION_ERROR, started)
-            raise PoolClearedError(
+            error = PoolClearedError(
                 f"Connection pool for {self._address} is paused: it was cleared after an "
                 "error, or no server check has succeeded yet; the operation may be retried",
                 self._address,
             )
+            self._emit_check_out_failed_locked(
+                CheckOutFailedReason.CONNECTION_ERROR, started, error
+            )
+            raise error
 
     def _closed_error(self) -> PoolClosedError:
         return PoolClosedError(
@@ -556,7 +559,7 @@ class Pool(Generic[C]):
         while True:
             if waiter.failure is not None:
                 reason, error = waiter.failure
-                self._emit_check_out_failed_locked(reason, started)
+                self._emit_check_out_failed_locked(reason, started, error)
                 raise error
             if self._waiters[0] is waiter:
                 result = self._try_acquire_locked(started, to_close)
@@ -654,9 +657,9 @@ class Pool(Generic[C]):
                     self._report_establish_error(exc, pending.generation)
             finally:
                 with self._lock:
-                    self._abandon_pending_locked(pending.connection_id)
+                    self._abandon_pending_locked(pending.connection_id, exc)
                     self._emit_check_out_failed_locked(
-                        CheckOutFailedReason.CONNECTION_ERROR, started
+                        CheckOutFailedReason.CONNECTION_ERROR, started, exc
                     )
                 self._flush()
             if interrupted and isinstance(exc, Exception):
@@ -676,10 +679,10 @@ class Pool(Generic[C]):
                 elif not self._load_balanced and conn.generation <= self._interrupted_generation:
                     # A clear with interruptInUseConnections happened while it was pending.
                     self._discard_locked(conn, ConnectionClosedReason.STALE, to_close)
-                    self._emit_check_out_failed_locked(
-                        CheckOutFailedReason.CONNECTION_ERROR, started
-                    )
                     error = interrupted_error(self._address)
+                    self._emit_check_out_failed_locked(
+                        CheckOutFailedReason.CONNECTION_ERROR, started, error
+                    )
                 else:
                     self._in_use[conn.id] = conn
                     if self._cmap:
@@ -703,8 +706,11 @@ class Pool(Generic[C]):
             raise error
         return conn
 
-    def _abandon_pending_locked(self, connection_id: int) -> None:
-        """Establishing failed: the pending connection is closed (reason "error")."""
+    def _abandon_pending_locked(
+        self, connection_id: int, error: Optional[BaseException] = None
+    ) -> None:
+        """Establishing failed (with ``error``): the pending connection is closed
+        (reason "error")."""
         self._pending -= 1
         self._total -= 1
         if self._cmap:
@@ -712,19 +718,23 @@ class Pool(Generic[C]):
                 (
                     "connection_closed",
                     ConnectionClosedEvent(
-                        self._address, connection_id, ConnectionClosedReason.ERROR
+                        self._address, connection_id, ConnectionClosedReason.ERROR, error
                     ),
                 )
             )
         self._notify_head_locked()
 
-    def _emit_check_out_failed_locked(self, reason: str, started: float) -> None:
+    def _emit_check_out_failed_locked(
+        self, reason: str, started: float, error: Optional[BaseException] = None
+    ) -> None:
         if self._cmap:
+            if reason != CheckOutFailedReason.CONNECTION_ERROR:
+                error = None  # the event carries the error of a connectionError only
             self._events.append(
                 (
                     "connection_check_out_failed",
                     ConnectionCheckOutFailedEvent(
-                        self._address, reason, time.monotonic() - started
+                        self._address, reason, time.monotonic() - started, error
                     ),
                 )
             )
@@ -970,7 +980,7 @@ class Pool(Generic[C]):
                 self._report_establish_error(exc, pending.generation)
             finally:
                 with self._lock:
-                    self._abandon_pending_locked(pending.connection_id)
+                    self._abandon_pending_locked(pending.connection_id, exc)
                 self._flush()
             return False
         except BaseException:

@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, NoReturn, Optional, Protocol
 
 from bson import ObjectId
 
@@ -51,6 +51,7 @@ from mongocore.events import (
 )
 from mongocore.selection.read_preference import ReadPreference
 from mongocore.selection.selectors import select_server
+from mongocore.selection_log import SelectionLog, selection_log
 
 _log = logging.getLogger("mongocore.topology")
 
@@ -126,6 +127,7 @@ class Topology:
         publisher: Optional[EventPublisher] = None,
         rng: Optional[random.Random] = None,
         clock: Callable[[], float] = time.monotonic,
+        topology_id: Optional[object] = None,
     ) -> None:
         self._settings = settings
         self._pool_factory = pool_factory
@@ -139,8 +141,9 @@ class Topology:
         self._servers: dict[Address, Server] = {}
         self._opened = False
         self._closed = False
-        # Unique per topology; an ObjectId, so that log messages can show it.
-        self.topology_id: object = ObjectId()
+        # Unique per topology; an ObjectId, so that log messages can show it. The client
+        # passes its own when its CMAP log messages need it before the topology exists.
+        self.topology_id: object = ObjectId() if topology_id is None else topology_id
 
     # --- life cycle -------------------------------------------------------------
 
@@ -350,44 +353,81 @@ class Topology:
         *,
         deprioritized: Iterable[Address] = (),
         timeout: Optional[float] = None,
+        operation: Optional[str] = None,
+        operation_id: Optional[int] = None,
     ) -> tuple[Server, ServerDescription]:
         """The seed's multi-threaded selection loop. ``read_preference`` None is a write.
 
         Raises ServerSelectionTimeoutError after serverSelectionTimeoutMS (or
         ``timeout`` seconds) with the read preference, the topology type and every
-        server's type and last error in its message.
+        server's type and last error in its message. ``operation`` and
+        ``operation_id`` name what the server is for in the selection's log messages
+        (:mod:`mongocore.selection_log`), which are logged outside the lock.
         """
         if timeout is None:
             timeout = self._settings.server_selection_timeout_ms / 1000.0
         deadline = self._clock() + timeout
         deprioritized = tuple(deprioritized)
+        log = selection_log(
+            self.topology_id,
+            read_preference,
+            deprioritized=deprioritized,
+            operation=operation,
+            operation_id=operation_id,
+        )
+        description = self._description
+        if log is not None:
+            log.started(description)
         while True:
             description = self._description
-            # Raises for an incompatible topology or an invalid read preference.
-            selected = select_server(
-                description, read_preference, self._rng, deprioritized=deprioritized
-            )
+            try:
+                # Raises for an incompatible topology or an invalid read preference.
+                selected = select_server(
+                    description, read_preference, self._rng, deprioritized=deprioritized
+                )
+            except Exception as exc:
+                if log is not None:
+                    log.failed(description, exc)
+                raise
             if selected is not None:
                 server = self._servers.get(selected.address)
                 if server is not None:
+                    if log is not None:
+                        log.succeeded(description, selected.address)
                     return server, selected
+            if log is not None:
+                log.waiting(description, deadline - self._clock())
+            closed = False
             with self._lock:
-                if self._closed:
-                    raise ServerSelectionTimeoutError("the client is closed")
-                if self._description is description:
+                closed = self._closed
+                if not closed and self._description is description:
                     for candidate in self._servers.values():
                         if candidate.monitor is not None:
                             candidate.monitor.request_check()
                     remaining = deadline - self._clock()
-                    if remaining <= 0:
-                        raise ServerSelectionTimeoutError(
-                            selection_timeout_message(read_preference, description, timeout)
-                        )
-                    self._condition.wait(remaining)
+                    if remaining > 0:
+                        self._condition.wait(remaining)
+            if closed:
+                self._selection_failed(
+                    log, description, ServerSelectionTimeoutError("the client is closed")
+                )
             if self._clock() >= deadline and self._description is description:
-                raise ServerSelectionTimeoutError(
+                summary = selection_timeout_summary(read_preference, timeout)
+                error = ServerSelectionTimeoutError(
                     selection_timeout_message(read_preference, description, timeout)
                 )
+                self._selection_failed(log, description, error, summary)
+
+    @staticmethod
+    def _selection_failed(
+        log: Optional[SelectionLog],
+        description: TopologyDescription,
+        error: ServerSelectionTimeoutError,
+        summary: Optional[str] = None,
+    ) -> NoReturn:
+        if log is not None:
+            log.failed(description, error, summary)
+        raise error
 
 
 def application_error(
@@ -426,17 +466,22 @@ def application_error(
     )
 
 
+def selection_timeout_summary(read_preference: Optional[ReadPreference], timeout: float) -> str:
+    """The first words of a selection timeout's message: what was asked, for how long."""
+    wanted = (
+        "a writable server" if read_preference is None else f"read preference {read_preference}"
+    )
+    return f"No server matched {wanted} within {timeout:g} s"
+
+
 def selection_timeout_message(
     read_preference: Optional[ReadPreference],
     description: TopologyDescription,
     timeout: float,
 ) -> str:
     """An actionable message: what was asked, what the topology is, each server's state."""
-    wanted = (
-        "a writable server" if read_preference is None else f"read preference {read_preference}"
-    )
     lines = [
-        f"No server matched {wanted} within {timeout:g} s; "
+        f"{selection_timeout_summary(read_preference, timeout)}; "
         f"topology type {description.type.value}"
         + (f", replica set {description.set_name!r}" if description.set_name else "")
         + ". Servers:"

@@ -258,6 +258,8 @@ def read_preference_for_server(
 
     - a Mongos (in a Sharded or a Single topology) or a LoadBalancer: the rules of
       "Passing read preference to mongos";
+    - a Standalone (of a Single topology): nothing, it serves any read (the newer
+      spec's OP_MSG rule: "clients MUST NOT send the read preference to the server");
     - any other server of a Single topology: secondaryOk, always, so that a direct
       connection can read from any member;
     - a replica set member: secondaryOk for every mode but primary, no document.
@@ -267,6 +269,8 @@ def read_preference_for_server(
     rp = PRIMARY if read_preference is None else read_preference
     if server_type is ServerType.MONGOS or server_type is ServerType.LOAD_BALANCER:
         return rp.for_mongos()
+    if server_type is ServerType.STANDALONE:
+        return _NOTHING
     if topology_type is TopologyType.SINGLE:
         return _SECONDARY_OK_ONLY
     return _SECONDARY_OK_ONLY if rp.mode is not Mode.PRIMARY else _NOTHING

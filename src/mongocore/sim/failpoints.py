@@ -38,6 +38,11 @@ __all__ = [
 
 SUPPORTED_FAIL_POINTS = frozenset({"failCommand", "onPrimaryTransactionalWrite"})
 
+#: Other names a server registers a command under, and the command's own name. A
+#: server's failCommands matches a command by any of its names ("ismaster" fails the
+#: "isMaster" a handshake sends); "hello" is a command of its own.
+COMMAND_ALIASES = {"ismaster": "isMaster"}
+
 Mode = Union[str, Mapping[str, Any]]
 
 
@@ -190,7 +195,8 @@ class FailPoints:
         if point is None or not point.active:
             return None
         data = point.data
-        if command_name not in data.get("failCommands", ()):
+        wanted = {COMMAND_ALIASES.get(str(n), str(n)) for n in data.get("failCommands", ())}
+        if COMMAND_ALIASES.get(command_name, command_name) not in wanted:
             return None
         if internal and not data.get("failInternalCommands", False):
             return None

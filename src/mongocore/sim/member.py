@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Optional, Protocol
 
@@ -152,6 +152,7 @@ class Process:
             port=port,
             on_close=self._notify,
             ssl_context=self.security.tls,
+            tls_optional=self.security.tls_optional,
             compressors=self.security.compressors,
         )
         self.process_id = ObjectId()
@@ -613,6 +614,9 @@ class MemberConfig:
     tags: dict[str, str] = field(default_factory=dict)
     lag: float = 0.0
     port: int = 0
+    #: The member's name in the config ("host:port": hello's me, hosts, primary), for a
+    #: deployment reached through names a test resolves itself; None: 127.0.0.1:<port>.
+    host: Optional[str] = None
 
     def __post_init__(self) -> None:
         if self.hidden and self.priority != 0:
@@ -650,8 +654,17 @@ class Member(Process):
         self.role = STARTUP
         self.view: Optional[ReplicaView] = None
         self.frozen_until = 0.0  # monotonic time before which it may not stand for election
+        #: Armed by ``ReplicaSet.kill_after_write``: called (holding the lock) once a write
+        #: command changed data on this member, before its reply is sent.
+        self.after_write: Optional[Callable[[], None]] = None
 
     # -- configuration -----------------------------------------------------------------
+
+    @property
+    def host(self) -> str:
+        """The member's name in the replica set config: ``MemberConfig.host``, else
+        ``127.0.0.1:<port>``. The member listens on 127.0.0.1:<port> either way."""
+        return self.config.host or super().host
 
     @property
     def priority(self) -> float:
@@ -691,6 +704,10 @@ class Member(Process):
     @property
     def is_secondary(self) -> bool:
         return self.role == SECONDARY
+
+    def _go_down(self) -> None:
+        self.after_write = None
+        super()._go_down()
 
     # -- data --------------------------------------------------------------------------
 
@@ -800,9 +817,16 @@ class Member(Process):
                 data_members=owner.data_bearing_count(),
                 retryable=retryable,
             )
+            written = owner.store.oplog_end
             reply = COMMANDS[name].handler(ctx)
             if txn_number is not None and isinstance(lsid, Mapping):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
+            if self.after_write is not None and owner.store.oplog_end != written:
+                # The write is applied (and recorded for its session); the process dies
+                # before it can reply.
+                after_write, self.after_write = self.after_write, None
+                after_write()
+                raise CloseConnection
             optime = owner.store.last_optime if kind == "write" else self.applied_optime()
             owner.decorate(reply, optime)
             stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))

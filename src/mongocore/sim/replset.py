@@ -14,6 +14,7 @@ member, which answers the awaitable hellos waiting on it.
 from __future__ import annotations
 
 import datetime
+import functools
 import ssl
 import threading
 import time
@@ -94,8 +95,10 @@ class ReplicaSet:
     and ``lag`` (seconds, one number or one per data-bearing member) configure the
     data-bearing members in order. Use it as a context manager, or ``start()`` and
     ``stop()``. The first electable member is primary once ``start()`` returns.
-    ``tls``, ``users`` and ``compressors`` configure every member's security (see
-    :class:`~mongocore.sim.security.Security`).
+    ``tls``, ``tls_mode``, ``users`` and ``compressors`` configure every member's
+    security (see :class:`~mongocore.sim.security.Security`). A member's
+    ``MemberConfig.host`` renames it in the set's config (``uri``, ``hosts`` and hello
+    use that name).
     """
 
     def __init__(
@@ -112,11 +115,12 @@ class ReplicaSet:
         initiate: bool = True,
         clock: Callable[[], float] = time.time,
         tls: Optional[ssl.SSLContext] = None,
+        tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
         self.name = name
-        self.security = Security(tls=tls, users=users, compressors=compressors)
+        self.security = Security(tls=tls, tls_mode=tls_mode, users=users, compressors=compressors)
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
@@ -288,6 +292,20 @@ class ReplicaSet:
             if was_primary:
                 self._schedule_election_locked(None)
             self._after_change_locked()
+
+    def kill_after_write(self, member: Member, *, armed: bool = True) -> None:
+        """Kill ``member`` right after the next command that changes its data, before it
+        replies: the write is applied (and recorded for its session, so a retry with the
+        same txnNumber is answered from the record), the reply is lost, and the set goes
+        on as after :meth:`kill`. ``armed=False`` disarms it, and so does any kill.
+        """
+        with self.cond:
+            if not armed:
+                member.after_write = None
+                return
+            if not member.alive:
+                raise RuntimeError(f"{member!r} is down")
+            member.after_write = functools.partial(self.kill, member)
 
     def restart(self, member: Member) -> None:
         """Start a killed member again: a new processId, topologyVersion counter 0."""

@@ -5,7 +5,9 @@ What a mongod started with ``--tlsMode requireTLS``, ``--auth`` and
 
 - TLS: every connection is TLS, with the server certificate of the ``ssl.SSLContext``
   given (see :func:`server_tls_context`); a client certificate is asked for when the
-  context has CAs to check it against.
+  context has CAs to check it against. With ``tls_mode="preferTLS"`` (or
+  ``"allowTLS"``, the same for incoming connections) plain TCP connections are
+  accepted too, as ``--tlsMode preferTLS`` does.
 - Users: SCRAM-SHA-256 and SCRAM-SHA-1 users with passwords, and MONGODB-X509 users
   in ``$external`` named by their certificate's subject (RFC 2253, as the server
   prints it). The credentials are derived once, as the server stores them: salt,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTH_COMMANDS",
+    "TLS_MODES",
     "UNAUTHENTICATED_COMMANDS",
     "Security",
     "User",
@@ -52,6 +55,10 @@ __all__ = [
 ]
 
 EXTERNAL = "$external"
+#: mongod's --tlsMode values for a TLS-enabled server (allowTLS and preferTLS accept
+#: both kinds of incoming connection).
+REQUIRE_TLS = "requireTLS"
+TLS_MODES = (REQUIRE_TLS, "preferTLS", "allowTLS")
 SCRAM_MECHANISMS = (SCRAM_SHA_256, SCRAM_SHA_1)
 # The server's defaults (scramIterationCount, scramSHA256IterationCount).
 ITERATIONS = {SCRAM_SHA_1: 10_000, SCRAM_SHA_256: 15_000}
@@ -248,7 +255,9 @@ def rfc2253_subject(subject: Any) -> str:
 class Security:
     """A deployment's TLS, users and compressors; one instance serves all its processes.
 
-    ``tls``: a server-side ``ssl.SSLContext`` (None: plain TCP). ``users``: with any,
+    ``tls``: a server-side ``ssl.SSLContext`` (None: plain TCP); ``tls_mode``: with
+    ``tls``, ``"requireTLS"`` (the default: every connection is TLS) or ``"preferTLS"`` /
+    ``"allowTLS"`` (TLS and plain TCP connections alike). ``users``: with any,
     authentication is required. ``compressors``: those enabled, by handshake name
     (zlib always works; zstd and snappy need their packages).
     """
@@ -257,17 +266,21 @@ class Security:
         self,
         *,
         tls: Optional[ssl.SSLContext] = None,
+        tls_mode: str = REQUIRE_TLS,
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
         if tls is not None and not isinstance(tls, ssl.SSLContext):
             raise TypeError("tls must be a server-side ssl.SSLContext (see server_tls_context)")
+        if tls_mode not in TLS_MODES:
+            raise ValueError(f"tls_mode must be one of {', '.join(TLS_MODES)}, not {tls_mode!r}")
         for name in compressors:
             if name not in COMPRESSOR_IDS or name == "noop":
                 raise ValueError(f"unknown compressor {name!r}")
             if name not in available_compressors():
                 raise ValueError(f"compressor {name!r} is not installed")
         self.tls = tls
+        self.tls_mode = tls_mode
         self.users: tuple[User, ...] = tuple(users)
         self.compressors: tuple[str, ...] = tuple(compressors)
         self._users: dict[tuple[str, str], User] = {}
@@ -284,6 +297,11 @@ class Security:
                     )
 
     @property
+    def tls_optional(self) -> bool:
+        """Plain TCP connections are accepted alongside TLS ones."""
+        return self.tls is not None and self.tls_mode != REQUIRE_TLS
+
+    @property
     def auth_enabled(self) -> bool:
         return bool(self.users)
 
@@ -293,7 +311,8 @@ class Security:
 
     def __repr__(self) -> str:
         return (
-            f"Security(tls={self.tls is not None}, users={len(self.users)},"
+            f"Security(tls={self.tls is not None}, tls_mode={self.tls_mode!r},"
+            f" users={len(self.users)},"
             f" compressors={self.compressors!r})"
         )
 

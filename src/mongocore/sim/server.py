@@ -4,12 +4,13 @@ A ``WireServer`` reads whole messages with the shared wire codec and hands each 
 handler, which yields the encoded replies (none for a fire-and-forget OP_MSG, several
 for an exhaust stream) or raises ``CloseConnection``. With an ``ssl_context`` every
 accepted connection is TLS (the handshake runs on the connection's own thread, so a
-client that gives up on it blocks nobody). A request in OP_COMPRESSED, with one of the
-enabled compressors, is unwrapped, and its replies are compressed the same way, as a
-mongod does. The listener can be closed and
-reopened on the same port (a killed or partitioned member, then a restart or heal),
-and ``stop()`` closes every socket and joins every thread it started. Thread names
-start with ``mongocore-sim-`` so a leak check can find them.
+client that gives up on it blocks nobody); with ``tls_optional`` too, a connection
+whose first bytes are not a TLS record is served in plain TCP. A request in
+OP_COMPRESSED, with one of the enabled compressors, is unwrapped, and its replies are
+compressed the same way, as a mongod does. The listener can be closed and reopened
+on the same port (a killed or partitioned member, then a restart or heal), and
+``stop()`` closes every socket and joins every thread it started. Thread names start
+with ``mongocore-sim-`` so a leak check can find them.
 """
 
 from __future__ import annotations
@@ -76,6 +77,27 @@ def _command_name(message: Message) -> str:
 
 
 Handler = Callable[["Connection", MsgHeader, Message], Iterable[bytes]]
+
+# A TLS connection begins with a handshake record: content type 22, then the record
+# version, 3.1 to 3.4. A wire message beginning with those three bytes would announce
+# a length of at least 0x010316 (66326) bytes, which no first message (a hello) has.
+_TLS_RECORD_START = (0x16, 0x03)
+_TLS_MINOR_VERSIONS = range(0x01, 0x05)
+
+
+def _starts_with_tls(connection: Connection) -> bool:
+    """Peek (without consuming) at the first bytes a client sent: is it TLS?"""
+    sock = connection.sock
+    sock.settimeout(TLS_HANDSHAKE_TIMEOUT)
+    try:
+        head = sock.recv(3, socket.MSG_PEEK | getattr(socket, "MSG_WAITALL", 0))
+    finally:
+        sock.settimeout(None)
+    if len(head) < 3:
+        # The peer closed, or the platform does not wait for all three bytes: decide
+        # on what arrived (an empty read is served as plain TCP and ends at once).
+        return bool(head) and head[0] == _TLS_RECORD_START[0]
+    return (head[0], head[1]) == _TLS_RECORD_START and head[2] in _TLS_MINOR_VERSIONS
 
 
 class Connection:
@@ -150,6 +172,7 @@ class WireServer:
         on_close: Optional[Callable[[], None]] = None,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE_BYTES,
         ssl_context: Optional[ssl.SSLContext] = None,
+        tls_optional: bool = False,
         compressors: Collection[str] = (),
     ) -> None:
         self.label = label
@@ -159,6 +182,7 @@ class WireServer:
         self._on_close = on_close
         self._max_message_size = max_message_size
         self._ssl_context = ssl_context
+        self._tls_optional = tls_optional
         self._compressors: dict[int, Compressor] = {}
         for name in compressors:
             compressor = compressor_for(name)
@@ -313,7 +337,10 @@ class WireServer:
 
     def _serve(self, connection: Connection) -> None:
         try:
-            if self._ssl_context is not None and not self._start_tls(connection, self._ssl_context):
+            context = self._ssl_context
+            if context is not None and self._tls_optional and not _starts_with_tls(connection):
+                context = None
+            if context is not None and not self._start_tls(connection, context):
                 return
             while not connection.closed:
                 header, message, compressor = self._read(connection)

@@ -225,8 +225,8 @@ def _primary_changed(shard: ReplicaSet, old: Member) -> Callable[[], bool]:
 class ShardedCluster:
     """``mongoses`` mongos routers in front of one replica-set shard (``cluster.shard``).
 
-    ``tls``, ``users`` and ``compressors`` configure the routers' security (the shard
-    is reached in-process, never over the wire).
+    ``tls``, ``tls_mode``, ``users`` and ``compressors`` configure the routers' security
+    (the shard is reached in-process, never over the wire).
     """
 
     is_replica_set = False
@@ -242,6 +242,7 @@ class ShardedCluster:
         load_balanced: bool = False,
         clock: Callable[[], float] = time.time,
         tls: Optional[ssl.SSLContext] = None,
+        tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
@@ -252,7 +253,7 @@ class ShardedCluster:
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
-        self.security = Security(tls=tls, users=users, compressors=compressors)
+        self.security = Security(tls=tls, tls_mode=tls_mode, users=users, compressors=compressors)
         self.shard_wait = shard_wait
         self.load_balanced = load_balanced
         self.shard = ReplicaSet(
@@ -349,6 +350,7 @@ class LoadBalanced(ShardedCluster):
         shard_wait: float = 10.0,
         clock: Callable[[], float] = time.time,
         tls: Optional[ssl.SSLContext] = None,
+        tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
@@ -360,6 +362,7 @@ class LoadBalanced(ShardedCluster):
             load_balanced=True,
             clock=clock,
             tls=tls,
+            tls_mode=tls_mode,
             users=users,
             compressors=compressors,
         )

@@ -19,8 +19,8 @@ __all__ = ["Standalone"]
 class Standalone:
     """One mongod on 127.0.0.1 (``port=0`` picks a free port). A context manager.
 
-    ``tls`` (a server ``ssl.SSLContext``), ``users`` and ``compressors`` configure its
-    security (see :class:`~mongocore.sim.security.Security`).
+    ``tls`` (a server ``ssl.SSLContext``), ``tls_mode``, ``users`` and ``compressors``
+    configure its security (see :class:`~mongocore.sim.security.Security`).
     """
 
     is_replica_set = False
@@ -31,13 +31,14 @@ class Standalone:
         port: int = 0,
         clock: Callable[[], float] = time.time,
         tls: Optional[ssl.SSLContext] = None,
+        tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
-        self.security = Security(tls=tls, users=users, compressors=compressors)
+        self.security = Security(tls=tls, tls_mode=tls_mode, users=users, compressors=compressors)
         self.store = DataStore(clock)
         self.member = Member(self, 0, MemberConfig(port=port), "standalone")
         self.member.role = PRIMARY

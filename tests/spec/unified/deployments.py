@@ -91,18 +91,27 @@ class Deployment:
             return hosts[:1]
         return hosts
 
-    def uri(self, use_multiple_mongoses: Optional[bool] = None) -> str:
+    def uri(
+        self, use_multiple_mongoses: Optional[bool] = None, *, direct_connection: bool = False
+    ) -> str:
         """The suite's connection string for this deployment (the test's uriOptions are
-        passed to the client on top of it, and win)."""
+        passed to the client on top of it, and win). ``direct_connection``: for a client
+        whose uriOptions set ``directConnection: true``, one seed (a replica set's
+        primary, a cluster's first mongos) and no ``replicaSet``, as the unified format
+        asks of such a client's connection string."""
         query: dict[str, str] = {}
-        if isinstance(self.sim, ReplicaSet):
+        if isinstance(self.sim, ReplicaSet) and not direct_connection:
             query["replicaSet"] = self.sim.name
         if isinstance(self.sim, ShardedCluster) and self.sim.load_balanced:
             query["loadBalanced"] = "true"
         credentials = ""
         if self.env.auth:
             credentials = f"{urllib.parse.quote_plus(USER)}:{urllib.parse.quote_plus(PASSWORD)}@"
-        hosts = ",".join(self.hosts(use_multiple_mongoses))
+        seeds = self.hosts(use_multiple_mongoses)
+        if direct_connection:
+            primary = getattr(self.sim, "primary", None)
+            seeds = [primary.host] if primary is not None else seeds[:1]
+        hosts = ",".join(seeds)
         suffix = "/?" + urllib.parse.urlencode(query) if query else "/"
         return f"mongodb://{credentials}{hosts}{suffix}"
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 from bson import ObjectId
 
 from mongocore import events as ev
-from mongocore import log_messages
+from mongocore import log_messages, pool_log, selection_log
 from mongocore.monitoring import is_sensitive
 from tests.spec.unified.matching import EntityLookup, match
 
@@ -407,7 +407,11 @@ LOG_LEVELS: dict[str, int] = {
     "trace": logging.DEBUG,
 }
 #: The components mongocore emits the spec's structured messages for, and their loggers.
-LOG_COMPONENTS: dict[str, str] = {log_messages.COMPONENT: log_messages.TOPOLOGY_LOGGER}
+LOG_COMPONENTS: dict[str, str] = {
+    log_messages.COMPONENT: log_messages.TOPOLOGY_LOGGER,
+    selection_log.COMPONENT: selection_log.SERVER_SELECTION_LOGGER,
+    pool_log.COMPONENT: pool_log.CONNECTION_LOGGER,
+}
 
 
 @dataclass(frozen=True)
@@ -422,11 +426,12 @@ class LogMessage:
 class LogCapture(logging.Handler):
     """The log messages one client entity observes (``observeLogMessages``).
 
-    Attached to the components' loggers before the client exists (its first message,
-    "Starting topology monitoring", is emitted while it is created), it keeps every
-    structured record at or above each component's level; :meth:`messages` returns
-    those of the client's topology, whose id :attr:`topology_id` is set once the
-    client exists. The loggers' levels are lowered as needed while attached and put
+    Attached to the components' loggers before the client exists (its first messages,
+    "Starting topology monitoring" and "Connection pool created", are emitted while it
+    is created), it keeps every structured record at or above each component's level;
+    :meth:`messages` returns those of the client's topology (every mongocore message
+    carries its ``topologyId``), whose id :attr:`topology_id` is set once the client
+    exists. The loggers' levels are lowered as needed while attached and put
     back by :meth:`detach`.
     """
 

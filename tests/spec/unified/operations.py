@@ -28,6 +28,7 @@ from mongocore.collection import (
     UpdateOne,
     UpdateResult,
 )
+from mongocore.driver_info import DriverInfo
 from mongocore.session import ClientSession, SessionOptions
 from tests.spec.unified.entities import (
     ClientEntity,
@@ -155,6 +156,8 @@ _UPDATE_OPTIONS = {"arrayFilters": "array_filters", "hint": "hint", "collation":
 
 
 def write_model(request: Mapping[str, Any], entities: EntityMap) -> Any:
+    if not isinstance(request, Mapping):
+        raise ValueError(f"a write model is a document with one key, not {request!r}")
     if len(request) != 1:
         raise ValueError(f"a write model has one key: {dict(request)!r}")
     kind, fields = next(iter(request.items()))
@@ -391,7 +394,7 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
     session = args.session()
     if name == "runCommand":
         command = args.require("command")
-        args.require("commandName")  # Python keeps the command's key order
+        args.take("commandName")  # Python keeps the command's key order
         rp = args.take("readPreference")
         args.done()
         return database.command(
@@ -439,6 +442,16 @@ def client_operation(entity: ClientEntity, name: str, args: Arguments) -> Any:
     if name == "close":
         args.done()
         entity.close()
+        return None
+    if name in ("appendMetadata", "appendClientMetadata"):
+        # The format's operation has had both names.
+        options = dict(args.require("driverInfoOptions"))
+        args.done()
+        unknown = set(options) - {"name", "version", "platform"}
+        if unknown:
+            raise UnsupportedFeature(f"driverInfoOptions {sorted(unknown)}")
+        info = DriverInfo(options["name"], options.get("version"), options.get("platform"))
+        client.append_metadata(info)
         return None
     session = args.session()
     if name in ("listDatabases", "listDatabaseObjects", "listDatabaseNames"):

@@ -3,9 +3,10 @@ Operations", "expectedError", "expectEvents", "expectLogMessages" and "outcome",
 mongocore's Client on the simulated deployment.
 
 :func:`run_case` is what each pytest test calls. It looks the test up in
-``specs/deviations.toml`` first: a [[not_applicable]] entry skips it with the
-entry's reason; a [[deviation]] entry names the seed transformation
-(:mod:`tests.spec.unified.seed`) applied to the test's expectations before it runs.
+``specs/deviations.toml`` first, whose rules select tests by what they do: a
+[[not_applicable]] rule skips it with the entry's reason; each [[deviation]] rule
+that selects it names the seed transformation (:mod:`tests.spec.unified.seed`)
+applied to the test's expectations before it runs.
 The test then runs against every simulated topology its runOnRequirements allow.
 A test that no simulated topology satisfies must be listed as not applicable.
 
@@ -59,15 +60,16 @@ LOG_MAX_DOCUMENT_LENGTH = 10_000
 def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool = False) -> None:
     """Run one unified test case (the body of every generated pytest test).
 
-    ``retry_writes_opted_in``: instead of the seed's outcome (a [[deviation]]), assert
-    the upstream expectations unchanged with ``retryWrites: true`` added to the clients
-    that do not set it (see ``seed.opt_in_retry_writes``)."""
+    ``retry_writes_opted_in``: add ``retryWrites: true`` to the clients that do not set
+    it (see ``seed.opt_in_retry_writes``) before the deviations are looked up, so the
+    test asserts upstream's expectations for a client that opted in to retries (with
+    the seed's rules of which errors are retried)."""
     if not isinstance(case, UnifiedCase):
         pytest.skip("spec suite not available")
-    entry = deviations.not_applicable(case.suite, case.test_id)
+    document, test = case.load()
+    entry = deviations.not_applicable(case.suite, document, test, case.test_id)
     if entry is not None:
         pytest.skip(" ".join(str(entry["reason"]).split()))
-    document, test = case.load()
     if not schema_supported(str(document.get("schemaVersion", ""))):
         raise AssertionError(
             f"{case.path.name}: schemaVersion {document.get('schemaVersion')} is not supported"
@@ -85,10 +87,10 @@ def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool
         )
     if retry_writes_opted_in:
         seed.opt_in_retry_writes(document, test)
-    else:
-        deviation = deviations.deviation(case.suite, case.test_id)
-        if deviation is not None:
-            test = seed.transform(str(deviation.get("transform", "")), document, test)
+    # Every rule selecting the test (as it now is) turns upstream's expectations into
+    # the seed's; a rule whose transformation does not change it leaves it as it is.
+    for deviation in deviations.deviations(case.suite, document, test, case.test_id):
+        test = seed.transform(str(deviation.get("transform", "")), document, test)
     for env in envs:
         deployment = deployments[env]
         try:
@@ -305,8 +307,13 @@ class TestRun:
             LOG_MAX_DOCUMENT_LENGTH if capture is not None else None
         )
         try:
+            direct = str(
+                {k.lower(): v for k, v in uri_options.items()}.get("directconnection")
+            ).lower()
             client = Client(
-                self.deployment.uri(spec.get("useMultipleMongoses")),
+                self.deployment.uri(
+                    spec.get("useMultipleMongoses"), direct_connection=direct == "true"
+                ),
                 event_listeners=log.listeners(),
                 **options,
             )
@@ -354,6 +361,8 @@ class TestRun:
         snapshot_before = operation.get(seed.SNAPSHOT_BEFORE_COMMAND)
         if snapshot_before is not None:
             self._snapshot_on_command(target, str(snapshot_before))
+        if operation.get(seed.SNAPSHOT_BEFORE_OPERATION):
+            self.take_snapshot()
         result: Any = None
         error: Optional[MongoCoreError] = None
         try:

@@ -10,12 +10,16 @@ refuses (TransformError, failing the test) when a test does not have the shape i
 expects, or when it would change nothing: an entry cannot cover a test that does not
 deviate.
 
-``retryable-reads-until-success`` (retryable-reads.rst 1.3.0, "Executing Retryable
-Read Commands" step 3: retry "as many times as necessary until a retry attempt
-succeeds or returns a non-retryable error"): a fail point failing the read ``n >= 2``
-times with errors the seed calls retryable no longer ends the operation in an error;
-it succeeds on attempt ``n + 1``, so the expected error is dropped and the last
-expected commandStartedEvent of that command is repeated until there are ``n + 1``.
+``retryable-reads-seed`` (retryable-reads.rst 1.3.0, "Retryable Error" and
+"Executing Retryable Read Commands" step 3): the seed retries a read "as many times as
+necessary until a retry attempt succeeds or returns a non-retryable error", and only on
+the errors it lists. A fail point failing the read ``n >= 2`` times with errors the
+seed calls retryable no longer ends the operation in an error: it succeeds on attempt
+``n + 1``, so the expected error is dropped and the last expected commandStartedEvent
+of that command is repeated until there are ``n + 1``. A fail point failing it with a
+server error code outside the seed's list (the newer spec adds ExceededTimeLimit and
+ReadConcernMajorityNotAvailableYet) ends the read at its first attempt with that code:
+the expected result becomes that error, and the command's later expected events go.
 
 ``retryable-writes-default-off`` (retryable-writes.rst 1.0, "retryWrites": "This
 option MUST default to false"): for an operation of a client whose uriOptions do not
@@ -39,6 +43,26 @@ error is dropped and no result is asserted (the seed does not say what it is), a
 the test's outcome check becomes ``OUTCOME_CHANGED_FROM_SNAPSHOT``: each outcome
 collection must differ from its content when that operation's first command was sent,
 i.e. the write was committed; nothing else is asserted about the collections.
+
+``retryable-writes-seed-errors`` (retryable-writes.rst 1.0, "Retryable Error" and
+"Executing Retryable Write Commands": "Drivers MUST NOT attempt to retry a write
+command on any other error"): for a client with retryWrites on, a write is retried
+after a network error or a "not writable primary" / "node is recovering" error (the
+SDAM seed's codes, as the command's error or its writeConcernError), whether or not
+the server labeled it RetryableWriteError, and after nothing else. Where upstream
+decides by the label instead, the test changes: a labeled error the seed does not
+retry ends the write at its first attempt (as under ``retryable-writes-default-off``);
+an unlabeled error the seed retries is retried once, with the same transaction id:
+failing ``n >= 2`` times it ends with that error after two attempts, failing once the
+write succeeds on its retry (no result asserted, the outcome changed from the snapshot).
+
+Every transformation has a *shape* in :data:`SHAPES`, the predicate that the
+``seed_shape`` condition of ``specs/deviations.toml`` evaluates: it selects every test
+the transformation may change, by what the test does (its fail points, operations and
+client options), never by its id. A transformation applied to a selected test it does
+not change leaves it as upstream wrote it; a selected test whose shape the
+transformation does not understand fails (TransformError) rather than running without
+the seed's outcome.
 """
 
 from __future__ import annotations
@@ -52,16 +76,40 @@ from tests.spec.unified.operations import commands_of
 #: The transformation of the retryable-writes seed's retryWrites default.
 WRITES_DEFAULT_OFF = "retryable-writes-default-off"
 
+#: The predicate of each transformation: does it apply to (may it change) this test?
+SHAPES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]] = {}
+
 #: Runner-private keys a transformation adds to the test copy.
 SNAPSHOT_BEFORE_COMMAND = "$$seedSnapshotBeforeCommand"
+SNAPSHOT_BEFORE_OPERATION = "$$seedSnapshotBeforeOperation"
 OUTCOME_FROM_SNAPSHOT = "$$seedOutcomeFromSnapshot"
 OUTCOME_CHANGED_FROM_SNAPSHOT = "$$seedOutcomeChangedFromSnapshot"
+
+#: Commands of a connection's handshake (hello, authentication): a fail point naming
+#: one fails the connection being established, not an operation's own command.
+HANDSHAKE_COMMANDS = frozenset(
+    {"hello", "isMaster", "ismaster", "saslStart", "saslContinue", "authenticate"}
+)
 
 #: The server fail point that acts only on statements of retryable writes.
 TRANSACTIONAL_WRITE_FAIL_POINT = "onPrimaryTransactionalWrite"
 
 #: retryable-reads.rst 1.3.0, "Retryable Error": the server error codes of the seed.
 SEED_RETRYABLE_READ_CODES = frozenset({11600, 11602, 10107, 13435, 13436, 189, 91, 7, 6, 89, 9001})
+
+#: server-discovery-and-monitoring.md, "not writable primary" and "node is recovering"
+#: codes: the errors retryable-writes.rst 1.0 calls retryable besides network errors.
+SEED_STATE_CHANGE_CODES = frozenset({10107, 13435, 10058, 11600, 11602, 13436, 189, 91})
+
+#: retryable-reads.rst 1.3.0, "Supported Read Operations": the commands they send.
+READ_COMMANDS = frozenset(
+    {"find", "aggregate", "distinct", "count", "listDatabases", "listCollections", "listIndexes"}
+)
+#: retryable-writes.rst 1.0, "Supported Write Operations": the commands they send.
+WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify"})
+
+READS_SEED = "retryable-reads-seed"
+WRITES_SEED_ERRORS = "retryable-writes-seed-errors"
 
 RETRYABLE_WRITE_ERROR = "RetryableWriteError"
 
@@ -74,10 +122,12 @@ Test = dict[str, Any]
 
 
 def transform(name: str, document: Mapping[str, Any], test: Mapping[str, Any]) -> Test:
-    """Apply the named seed transformation to a copy of ``test``."""
+    """Apply the named seed transformation to a copy of ``test`` (a test it does not
+    change comes back as it was)."""
     transformations: dict[str, Callable[[Mapping[str, Any], Test], None]] = {
-        "retryable-reads-until-success": _reads_until_success,
+        READS_SEED: _reads_seed,
         WRITES_DEFAULT_OFF: _writes_default_off,
+        WRITES_SEED_ERRORS: _writes_seed_errors,
     }
     if name not in transformations:
         raise TransformError(
@@ -86,34 +136,7 @@ def transform(name: str, document: Mapping[str, Any], test: Mapping[str, Any]) -
         )
     result: Test = copy.deepcopy(dict(test))
     transformations[name](document, result)
-    if _comparable(result) == _comparable(test):
-        raise TransformError(
-            f"transformation {name} changes nothing in this test: it does not deviate, "
-            "so its [[deviation]] entry is wrong"
-        )
     return result
-
-
-def _comparable(value: Any) -> Any:
-    """The test's assertions, for deciding whether a transformation changed any: the
-    runner-private keys aside, and ``isError: true`` next to other error assertions
-    (which it adds nothing to)."""
-    if isinstance(value, Mapping):
-        out = {
-            k: _comparable(v)
-            for k, v in value.items()
-            if k
-            not in (SNAPSHOT_BEFORE_COMMAND, OUTCOME_FROM_SNAPSHOT, OUTCOME_CHANGED_FROM_SNAPSHOT)
-        }
-        if "expectError" in out and isinstance(out["expectError"], dict):
-            error = dict(out["expectError"])
-            if len(error) > 1:
-                error.pop("isError", None)
-            out["expectError"] = error
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_comparable(v) for v in value]
-    return value
 
 
 # --- the test's structure ----------------------------------------------------------------
@@ -212,6 +235,68 @@ def _command_events(test: Test, client: str) -> list[list[Any]]:
     ]
 
 
+# --- shapes: which tests a transformation may change -----------------------------------
+
+
+def _fail_commands(test: Mapping[str, Any]) -> list[tuple[int, set[str]]]:
+    """(index, failCommands) of each failCommand fail point, whatever its mode."""
+    found = []
+    for index, operation in enumerate(test.get("operations", [])):
+        if fail_point_name(operation) == "failCommand":
+            data = operation["arguments"]["failPoint"].get("data") or {}
+            found.append((index, set(data.get("failCommands", []))))
+    return found
+
+
+def _clients_hit(
+    document: Mapping[str, Any], test: Mapping[str, Any], commands: frozenset[str]
+) -> list[str]:
+    """The clients of operations that send one of ``commands`` while a failCommand fail
+    point configured before them names it."""
+    entities = _Entities(document, test)
+    operations = test.get("operations", [])
+    clients = []
+    for index, failed in _fail_commands(test):
+        for operation in operations[index + 1 :]:
+            if operation.get("object") == "testRunner":
+                continue
+            if failed & commands & set(commands_of(operation)):
+                clients.append(entities.owner.get(operation["object"], ""))
+    return clients
+
+
+def _reads_shape(document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A failCommand fail point fails a supported read of a client with retryReads on."""
+    options = _Entities(document, test).uri_options
+    return any(
+        _read_retry_enabled(options.get(client, {}))
+        for client in _clients_hit(document, test, READ_COMMANDS)
+    )
+
+
+def _writes_default_off_shape(document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A client whose uriOptions do not set retryWrites runs a supported write."""
+    entities = _Entities(document, test)
+    for operation in test.get("operations", []):
+        if operation.get("object") == "testRunner" or not WRITE_COMMANDS & set(
+            commands_of(operation)
+        ):
+            continue
+        client = entities.owner.get(operation["object"], "")
+        if client and not _retry_writes_set(entities.uri_options.get(client, {})):
+            return True
+    return False
+
+
+def _writes_seed_errors_shape(document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A failCommand fail point fails a supported write of a client with retryWrites on."""
+    options = _Entities(document, test).uri_options
+    return any(
+        _retry_writes_on(options.get(client, {}))
+        for client in _clients_hit(document, test, WRITE_COMMANDS)
+    )
+
+
 # --- retryable reads ---------------------------------------------------------------------
 
 
@@ -220,40 +305,57 @@ def _read_retry_enabled(uri_options: Mapping[str, Any]) -> bool:
     return bool(value)
 
 
-def _reads_until_success(document: Mapping[str, Any], test: Test) -> None:
+def _reads_seed(document: Mapping[str, Any], test: Mapping[str, Any]) -> None:
     entities = _Entities(document, test)
     for point, index, command in _targets(test):
-        if point.times < 2:
+        operation = test["operations"][index]
+        client = entities.client_of(operation["object"])
+        if command not in READ_COMMANDS or not _read_retry_enabled(entities.uri_options[client]):
             continue
         kind = point.kind
         if kind == "code" and int(point.data["errorCode"]) not in SEED_RETRYABLE_READ_CODES:
+            _read_fails_at_once(test, index, client, command, int(point.data["errorCode"]))
             continue
-        if kind == "writeConcernError":
-            continue
-        operation = test["operations"][index]
-        client = entities.client_of(operation["object"])
-        if not _read_retry_enabled(entities.uri_options[client]):
+        if kind == "writeConcernError" or point.times < 2:
             continue
         if "expectError" not in operation:
             raise TransformError(f"{operation['name']} was expected to fail upstream")
         del operation["expectError"]
         for events in _command_events(test, client):
-            positions = [
-                i
-                for i, e in enumerate(events)
-                if _event_command(e) == ("commandStartedEvent", command)
-            ]
-            others = [
-                e
-                for e in events
-                if _event_command(e)[1] == command and _event_command(e)[0] != "commandStartedEvent"
-            ]
-            if not positions or others:
-                raise TransformError(f"unexpected shape of the expected {command} events")
+            positions = _started_positions(events, command)
             wanted = point.times + 1
             last = positions[-1]
             for _ in range(wanted - len(positions)):
                 events.insert(last + 1, copy.deepcopy(events[last]))
+
+
+def _started_positions(events: list[Any], command: str) -> list[int]:
+    """Where the expected commandStartedEvents of ``command`` are; refuses expectations
+    of other events of that command (their count would change too)."""
+    positions = [
+        i for i, e in enumerate(events) if _event_command(e) == ("commandStartedEvent", command)
+    ]
+    others = [
+        e
+        for e in events
+        if _event_command(e)[1] == command and _event_command(e)[0] != "commandStartedEvent"
+    ]
+    if not positions or others:
+        raise TransformError(f"unexpected shape of the expected {command} events")
+    return positions
+
+
+def _read_fails_at_once(test: Test, index: int, client: str, command: str, code: int) -> None:
+    """A server error the seed does not list: the read's first attempt is its last."""
+    operations = test["operations"]
+    operation = operations[index]
+    if any(o.get("object") != "testRunner" for o in operations[index + 1 :]):
+        raise TransformError("the failing read is not the test's last operation")
+    operation.pop("expectResult", None)
+    operation.setdefault("expectError", {"errorCode": code})
+    for events in _command_events(test, client):
+        positions = _started_positions(events, command)
+        del events[positions[0] + 1 :]
 
 
 # --- retryable writes --------------------------------------------------------------------
@@ -261,6 +363,11 @@ def _reads_until_success(document: Mapping[str, Any], test: Test) -> None:
 
 def _retry_writes_set(uri_options: Mapping[str, Any]) -> bool:
     return "retrywrites" in {k.lower() for k in uri_options}
+
+
+def _retry_writes_on(uri_options: Mapping[str, Any]) -> bool:
+    value = {k.lower(): v for k, v in uri_options.items()}.get("retrywrites", False)
+    return value is True or str(value).lower() == "true"
 
 
 def _writes_default_off(document: Mapping[str, Any], test: Test) -> None:
@@ -283,36 +390,155 @@ def _writes_default_off(document: Mapping[str, Any], test: Test) -> None:
         _transactional_writes_default_off(entities, test)
         return
     for point, index, command in _targets(test):
-        operations = test["operations"]
-        operation = operations[index]
-        client = entities.client_of(operation["object"])
-        if _retry_writes_set(entities.uri_options[client]):
+        client = entities.client_of(test["operations"][index]["object"])
+        if _retry_writes_set(entities.uri_options[client]) or command not in WRITE_COMMANDS:
             continue
-        if any(o.get("object") != "testRunner" for o in operations[index + 1 :]):
-            raise TransformError("the failing write is not the test's last operation")
-        kind = point.kind
-        labels = list(point.data.get("errorLabels") or [])
-        expected: dict[str, Any] = {"isError": True}
-        if kind == "network":
-            expected["isClientError"] = True
-            expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
-        elif kind == "code":
-            expected["errorCode"] = int(point.data["errorCode"])
-            if labels:
-                expected["errorLabelsContain"] = labels
-            if RETRYABLE_WRITE_ERROR not in labels:
-                expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
-        else:
-            expected["errorCode"] = int(point.data["writeConcernError"]["code"])
-        operation.pop("expectResult", None)
-        operation["expectError"] = expected
-        for events in _command_events(test, client):
-            _drop_retry_events(events, command, kind)
-        if kind != "writeConcernError":
-            # Refused by the fail point: not applied, and nothing after it was sent.
-            operation[SNAPSHOT_BEFORE_COMMAND] = command
+        _write_fails_at_once(test, point, index, command, client)
+    _handshake_failures_default_off(document, entities, test)
+
+
+#: Handshake commands a connection sends only when it authenticates.
+AUTHENTICATION_COMMANDS = frozenset({"saslStart", "saslContinue", "authenticate"})
+
+
+def _handshake_failures_default_off(
+    document: Mapping[str, Any], entities: _Entities, test: Test
+) -> None:
+    """A fail point closing the connection on a handshake command (hello, a SASL step)
+    fails the connection a later operation opens, before its command is sent. A write
+    of a client without retryWrites is then not retried: it fails with that network
+    error, sends no command, and changes nothing. The fail point acts ``times`` times;
+    an operation that sends one of its own failCommands uses one of them."""
+    operations = test["operations"]
+    for index, operation in enumerate(operations):
+        if fail_point_name(operation) != "failCommand":
+            continue
+        point = _FailPoint(index, operation["arguments"])
+        if not point.commands & HANDSHAKE_COMMANDS:
+            continue
+        if not point.data.get("closeConnection"):
+            raise TransformError("a handshake fail point that does not close the connection")
+        requirements = test.get("runOnRequirements") or document.get("runOnRequirements") or []
+        authenticated = bool(requirements) and all(r.get("auth") is True for r in requirements)
+        if not point.commands & HANDSHAKE_COMMANDS - AUTHENTICATION_COMMANDS and not authenticated:
+            raise TransformError("a fail point on authentication commands, and auth not required")
+        budget = point.times
+        for later in operations[index + 1 :]:
+            if later.get("object") == "testRunner" or budget <= 0:
+                continue
+            sent = set(commands_of(later))
+            if sent & point.commands:
+                budget -= 1  # its own command fails, and closes its connection
+                continue
+            client = entities.owner.get(later["object"], "")
+            if not sent & WRITE_COMMANDS or _retry_writes_set(entities.uri_options.get(client, {})):
+                continue
+            budget -= 1
+            later.pop("expectResult", None)
+            later["expectError"] = {"isClientError": True}
+            later[SNAPSHOT_BEFORE_OPERATION] = True
             if test.get("outcome"):
                 test[OUTCOME_FROM_SNAPSHOT] = True
+            _drop_handshake_retry_events(test, client, sent & WRITE_COMMANDS)
+
+
+def _drop_handshake_retry_events(test: Test, client: str, commands: set[str]) -> None:
+    """The write's command events (upstream's are the retry's: the first connection
+    failed before the command) and the retry's connection checkout."""
+    for expected in test.get("expectEvents", []):
+        if expected["client"] != client:
+            continue
+        events = expected["events"]
+        kind = expected.get("eventType", "command")
+        if kind == "command":
+            events[:] = [e for e in events if _event_command(e)[1] not in commands]
+        elif kind == "cmap":
+            checkouts = [i for i, e in enumerate(events) if "connectionCheckOutStartedEvent" in e]
+            if not checkouts:
+                raise TransformError("no expected checkout for the write's retry")
+            del events[checkouts[-1]]
+        else:
+            raise TransformError(f"unexpected {kind} events with a handshake fail point")
+
+
+def _writes_seed_errors(document: Mapping[str, Any], test: Test) -> None:
+    entities = _Entities(document, test)
+    for point, index, command in _targets(test):
+        client = entities.client_of(test["operations"][index]["object"])
+        if not _retry_writes_on(entities.uri_options[client]) or command not in WRITE_COMMANDS:
+            continue
+        kind = point.kind
+        if kind == "network":
+            continue  # retryable for the seed and upstream alike
+        labels = set(point.data.get("errorLabels") or [])
+        code = int(
+            point.data["errorCode"] if kind == "code" else point.data["writeConcernError"]["code"]
+        )
+        upstream_retries = RETRYABLE_WRITE_ERROR in labels
+        seed_retries = code in SEED_STATE_CHANGE_CODES
+        if upstream_retries and not seed_retries:
+            _write_fails_at_once(test, point, index, command, client)
+        elif seed_retries and not upstream_retries:
+            _write_retried_once(test, point, index, command, client)
+
+
+def _write_fails_at_once(
+    test: Test, point: _FailPoint, index: int, command: str, client: str
+) -> None:
+    """The write's first attempt fails and is not retried: its error is the outcome."""
+    operations = test["operations"]
+    operation = operations[index]
+    if any(o.get("object") != "testRunner" for o in operations[index + 1 :]):
+        raise TransformError("the failing write is not the test's last operation")
+    kind = point.kind
+    labels = list(point.data.get("errorLabels") or [])
+    expected: dict[str, Any] = {"isError": True}
+    if kind == "network":
+        expected["isClientError"] = True
+        expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
+    elif kind == "code":
+        expected["errorCode"] = int(point.data["errorCode"])
+        if labels:
+            expected["errorLabelsContain"] = labels
+        if RETRYABLE_WRITE_ERROR not in labels:
+            expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
+    else:
+        expected["errorCode"] = int(point.data["writeConcernError"]["code"])
+    operation.pop("expectResult", None)
+    operation["expectError"] = expected
+    for events in _command_events(test, client):
+        _drop_retry_events(events, command, kind)
+    if kind != "writeConcernError":
+        # Refused by the fail point: not applied, and nothing after it was sent.
+        operation[SNAPSHOT_BEFORE_COMMAND] = command
+        if test.get("outcome"):
+            test[OUTCOME_FROM_SNAPSHOT] = True
+
+
+def _write_retried_once(
+    test: Test, point: _FailPoint, index: int, command: str, client: str
+) -> None:
+    """The seed retries an error upstream does not: exactly one retry, after which the
+    write fails with the retry's error (the fail point acts again) or succeeds."""
+    operations = test["operations"]
+    operation = operations[index]
+    if any(o.get("object") != "testRunner" for o in operations[index + 1 :]):
+        raise TransformError("the retried write is not the test's last operation")
+    for events in _command_events(test, client):
+        positions = _started_positions(events, command)
+        if len(positions) != 1:
+            raise TransformError(f"upstream expects {len(positions)} {command} commands, not 1")
+        events.insert(positions[0] + 1, copy.deepcopy(events[positions[0]]))
+    if point.times >= 2:
+        return  # the retry fails the same way: the error upstream expects stands
+    if "expectError" not in operation:
+        raise TransformError(f"{operation['name']} was expected to fail upstream")
+    # The retry succeeds: the write was applied, with a result the seed does not state.
+    del operation["expectError"]
+    operation.pop("expectResult", None)
+    operation[SNAPSHOT_BEFORE_COMMAND] = command
+    if test.get("outcome"):
+        test[OUTCOME_CHANGED_FROM_SNAPSHOT] = True
 
 
 def fail_point_name(operation: Mapping[str, Any]) -> Optional[str]:
@@ -422,3 +648,12 @@ def opt_in_retry_writes(document: MutableMapping[str, Any], test: MutableMapping
             changed += 1
     if not changed:
         raise TransformError("every client of the test already sets retryWrites")
+
+
+SHAPES.update(
+    {
+        READS_SEED: _reads_shape,
+        WRITES_DEFAULT_OFF: _writes_default_off_shape,
+        WRITES_SEED_ERRORS: _writes_seed_errors_shape,
+    }
+)

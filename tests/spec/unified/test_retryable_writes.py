@@ -26,22 +26,19 @@ CASES = suite_cases(SUITE)
 
 
 def _opted_in(param: Any) -> bool:
-    """Does the case run with retryWrites opted in: is it covered by the
-    retryable-writes-default-off deviation, or does it use the onPrimaryTransactionalWrite
-    fail point (which acts only on retryable writes)? The placeholder standing for an
-    unavailable suite is kept."""
+    """Does the case run once more with retryWrites opted in: does the
+    retryable-writes-default-off rule select it (a client that does not set
+    retryWrites runs a supported write)? The placeholder standing for an unavailable
+    suite is kept."""
     case = param.values[0]
     if not isinstance(case, UnifiedCase):
         return True
-    if deviations.not_applicable(case.suite, case.test_id) is not None:
+    document, test = case.load()
+    if deviations.not_applicable(case.suite, document, test, case.test_id) is not None:
         return False
-    entry = deviations.deviation(case.suite, case.test_id)
-    if entry is not None and entry.get("transform") == seed.WRITES_DEFAULT_OFF:
-        return True
-    _, test = case.load()
     return any(
-        seed.fail_point_name(operation) == seed.TRANSACTIONAL_WRITE_FAIL_POINT
-        for operation in test.get("operations", [])
+        entry.get("transform") == seed.WRITES_DEFAULT_OFF
+        for entry in deviations.deviations(case.suite, document, test, case.test_id)
     )
 
 
@@ -62,6 +59,7 @@ def test_unified_retry_writes_opted_in(case: Any, deployments: Deployments) -> N
     their writes (they carry no txnNumber). Retrying is still the behaviour upstream
     describes, and the one these fail points exist to provoke: here each client whose
     uriOptions do not set retryWrites gets ``retryWrites: true``, and the test must
-    pass exactly as upstream wrote it: same events, results, errors and outcome.
+    pass as upstream wrote it (same events, results, errors and outcome), except where
+    the retryable-writes-seed-errors rule says the seed retries other errors.
     """
     run_case(case, deployments, retry_writes_opted_in=True)

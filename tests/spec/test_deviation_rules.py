@@ -1,0 +1,269 @@
+"""The rules of specs/deviations.toml hold for files they have never seen.
+
+An entry selects tests by what they do, never by their ids. These tests take every
+visible upstream file of the suites the rules cover, rename it and rewrite every
+description, and check that each rule selects exactly the same tests, and that each
+seed transformation turns them into exactly the same expectations. A rule written as
+a list of ids or file names would select nothing in the renamed copies and fail here.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.spec import deviations, specdata
+from tests.spec.unified import seed
+
+UNIFIED_SUITES = sorted(
+    {
+        suite
+        for kind in deviations.KINDS
+        for entry in deviations.entries()[kind]
+        for suite in ([entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"])
+        if suite.endswith("/unified")
+    }
+)
+
+
+def _selected(suite: str, document: Mapping[str, Any], test: Mapping[str, Any]) -> list[int]:
+    """Indexes of the entries (deviations, then not-applicable) whose rule selects it."""
+    found = []
+    for kind in deviations.KINDS:
+        for index, entry in enumerate(deviations.entries()[kind]):
+            suites = [entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"]
+            if suite in suites and deviations.matches(entry, document, test):
+                found.append(index if kind == "deviation" else 1000 + index)
+    return found
+
+
+def _renamed(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The file as another name would hold it: new descriptions everywhere."""
+    copied = copy.deepcopy(dict(document))
+    copied["description"] = f"renamed file {copied.get('description', '')[::-1]}"
+    for number, test in enumerate(copied.get("tests", [])):
+        test["description"] = f"case {number}: {str(test.get('description', ''))[::-1]}"
+    return copied
+
+
+def _without_descriptions(test: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in test.items() if k != "description"}
+
+
+def _files(suite: str) -> list[Any]:
+    return specdata.json_files(suite)
+
+
+@pytest.mark.parametrize(
+    "suite_path",
+    [
+        pytest.param((suite, param.values[0]), id=f"{suite}/{param.id}")
+        for suite in UNIFIED_SUITES
+        for param in _files(suite)
+    ],
+)
+def test_rules_select_the_same_tests_in_a_renamed_file(suite_path: tuple[str, Path]) -> None:
+    suite, path = suite_path
+    if path is None:
+        pytest.skip("spec suite not available")
+    original = specdata.load_extended(path)
+    renamed = _renamed(original)
+    for before, after in zip(original["tests"], renamed["tests"]):
+        assert _selected(suite, original, before) == _selected(suite, renamed, after), (
+            f"{path.name}: {before.get('description')!r} is selected differently once renamed"
+        )
+        for index in _selected(suite, original, before):
+            if index >= 1000:
+                continue  # not applicable: nothing to transform
+            name = str(deviations.entries()["deviation"][index].get("transform", ""))
+            if not name:
+                continue
+            expected = seed.transform(name, original, before)
+            actual = seed.transform(name, renamed, after)
+            assert _without_descriptions(expected) == _without_descriptions(actual)
+
+
+def _case(operations: list[Any], uri_options: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    document = {
+        "description": "a file no one has seen",
+        "createEntities": [
+            {"client": {"id": "c", "uriOptions": dict(uri_options)}},
+            {"database": {"id": "d", "client": "c", "databaseName": "db"}},
+            {"collection": {"id": "coll", "database": "d", "collectionName": "x"}},
+        ],
+        "tests": [{"description": "made up", "operations": operations}],
+    }
+    return document, document["tests"][0]
+
+
+def _fail(commands: list[str], **data: Any) -> dict[str, Any]:
+    return {
+        "name": "failPoint",
+        "object": "testRunner",
+        "arguments": {
+            "client": "c",
+            "failPoint": {
+                "configureFailPoint": "failCommand",
+                "mode": {"times": data.pop("times", 1)},
+                "data": {"failCommands": commands, **data},
+            },
+        },
+    }
+
+
+def test_a_new_shape_of_file_is_selected_by_what_it_does() -> None:
+    """Made-up tests of the covered shapes, in no upstream file, are selected."""
+    write = {"name": "updateOne", "object": "coll", "arguments": {"filter": {}, "update": {}}}
+    document, test = _case([_fail(["update"], errorCode=112), write], {})
+    assert seed.SHAPES[seed.WRITES_DEFAULT_OFF](document, test)
+    assert not seed.SHAPES[seed.WRITES_SEED_ERRORS](document, test)
+    document, test = _case([_fail(["update"], errorCode=112), write], {"retryWrites": True})
+    assert not seed.SHAPES[seed.WRITES_DEFAULT_OFF](document, test)
+    assert seed.SHAPES[seed.WRITES_SEED_ERRORS](document, test)
+    read = {"name": "distinct", "object": "coll", "arguments": {"fieldName": "a", "filter": {}}}
+    document, test = _case([_fail(["distinct"], errorCode=91, times=3), read], {})
+    assert seed.SHAPES[seed.READS_SEED](document, test)
+    document, test = _case([_fail(["distinct"], errorCode=91), read], {"retryReads": False})
+    assert not seed.SHAPES[seed.READS_SEED](document, test)
+
+
+def test_a_labeled_error_the_seed_does_not_retry_fails_at_the_first_attempt() -> None:
+    write = {
+        "name": "insertOne",
+        "object": "coll",
+        "arguments": {"document": {"_id": 1}},
+        "expectResult": {"insertedId": 1},
+    }
+    document, test = _case(
+        [_fail(["insert"], errorCode=112, errorLabels=["RetryableWriteError"]), write],
+        {"retryWrites": True},
+    )
+    test["expectEvents"] = [
+        {
+            "client": "c",
+            "events": [
+                {"commandStartedEvent": {"commandName": "insert"}},
+                {"commandStartedEvent": {"commandName": "insert"}},
+            ],
+        }
+    ]
+    changed = seed.transform(seed.WRITES_SEED_ERRORS, document, test)
+    operation = changed["operations"][1]
+    assert "expectResult" not in operation
+    assert operation["expectError"]["errorCode"] == 112
+    assert operation["expectError"]["errorLabelsContain"] == ["RetryableWriteError"]
+    assert changed["expectEvents"][0]["events"] == [
+        {"commandStartedEvent": {"commandName": "insert"}}
+    ]
+
+
+def test_an_unlabeled_recovering_error_is_retried_once_under_the_seed() -> None:
+    write = {
+        "name": "insertOne",
+        "object": "coll",
+        "arguments": {"document": {"_id": 1}},
+        "expectError": {"isError": True},
+    }
+    document, test = _case([_fail(["insert"], errorCode=11600, errorLabels=[]), write], {})
+    test["expectEvents"] = [
+        {"client": "c", "events": [{"commandStartedEvent": {"commandName": "insert"}}]}
+    ]
+    test["outcome"] = [{"databaseName": "db", "collectionName": "x", "documents": []}]
+    seed.opt_in_retry_writes(document, test)
+    changed = seed.transform(seed.WRITES_SEED_ERRORS, document, test)
+    operation = changed["operations"][1]
+    assert "expectError" not in operation  # the retry succeeds
+    assert changed[seed.OUTCOME_CHANGED_FROM_SNAPSHOT] is True
+    assert len(changed["expectEvents"][0]["events"]) == 2
+
+
+def test_a_read_failed_with_a_code_outside_the_seeds_list_is_not_retried() -> None:
+    read = {
+        "name": "find",
+        "object": "coll",
+        "arguments": {"filter": {}},
+        "expectResult": [],
+    }
+    document, test = _case([_fail(["find"], errorCode=134), read], {})
+    started = {"commandStartedEvent": {"commandName": "find"}}
+    test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+    changed = seed.transform(seed.READS_SEED, document, test)
+    operation = changed["operations"][1]
+    assert operation["expectError"] == {"errorCode": 134}
+    assert "expectResult" not in operation
+    assert changed["expectEvents"][0]["events"] == [started]
+
+
+def test_a_read_failed_n_times_with_a_seed_error_succeeds_on_attempt_n_plus_one() -> None:
+    read = {
+        "name": "find",
+        "object": "coll",
+        "arguments": {"filter": {}},
+        "expectError": {"isError": True},
+    }
+    document, test = _case([_fail(["find"], errorCode=10107, times=3), read], {})
+    started = {"commandStartedEvent": {"commandName": "find"}}
+    test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+    changed = seed.transform(seed.READS_SEED, document, test)
+    assert "expectError" not in changed["operations"][1]
+    assert changed["expectEvents"][0]["events"] == [started] * 4
+
+
+def test_entries_may_not_list_test_ids() -> None:
+    for kind in deviations.KINDS:
+        for entry in deviations.entries()[kind]:
+            assert "tests" not in entry
+            assert entry["when"], entry
+
+
+def test_a_write_whose_connection_fails_its_handshake_is_not_retried_by_default() -> None:
+    """A fail point on a handshake command fails the connection a later write opens;
+    with retryWrites at the seed's default the write fails, sending no command."""
+    ping = {
+        "name": "runCommand",
+        "object": "d",
+        "arguments": {"commandName": "ping", "command": {"ping": 1}},
+        "expectError": {"isError": True},
+    }
+    write = {
+        "name": "insertOne",
+        "object": "coll",
+        "arguments": {"document": {"_id": 1}},
+        "expectResult": {"insertedId": 1},
+    }
+    point = _fail(["ping", "saslContinue"], closeConnection=True, times=2)
+    document, test = _case([point, ping, write], {})
+    document["runOnRequirements"] = [{"auth": True}]
+    checkout = {"connectionCheckOutStartedEvent": {}}
+    test["expectEvents"] = [
+        {"client": "c", "eventType": "cmap", "events": [checkout] * 4},
+        {
+            "client": "c",
+            "events": [
+                {"commandStartedEvent": {"commandName": "ping"}},
+                {"commandFailedEvent": {"commandName": "ping"}},
+                {"commandStartedEvent": {"commandName": "insert"}},
+                {"commandSucceededEvent": {"commandName": "insert"}},
+            ],
+        },
+    ]
+    assert seed.SHAPES[seed.WRITES_DEFAULT_OFF](document, test)
+    changed = seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+    operation = changed["operations"][2]
+    assert operation["expectError"] == {"isClientError": True}
+    assert "expectResult" not in operation
+    assert changed["expectEvents"][0]["events"] == [checkout] * 3
+    assert [
+        next(iter(e.values()))["commandName"] for e in changed["expectEvents"][1]["events"]
+    ] == [
+        "ping",
+        "ping",
+    ]
+    # Without auth the SASL commands are never sent: the transformation refuses to guess.
+    document["runOnRequirements"] = [{"auth": False}]
+    with pytest.raises(seed.TransformError):
+        seed.transform(seed.WRITES_DEFAULT_OFF, document, test)

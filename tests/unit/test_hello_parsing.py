@@ -1,0 +1,171 @@
+"""Parsing a hello reply into a ServerDescription, field by field, and the Unknown outcomes.
+
+Seed: server-discovery-and-monitoring.md, "ServerDescription" (its fields and
+defaults), "Parsing a hello or legacy hello response" and "Server Description
+Equality". A reply that is not ``ok: 1``, or whose fields have the wrong types,
+gives an Unknown description whose error says why.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from bson import DatetimeMS, ObjectId
+
+from mongocore.address import Address
+from mongocore.description.server import ServerDescription, TopologyVersion
+from mongocore.description.types import ServerType
+
+A = Address("a", 27017)
+B = Address("b", 27017)
+
+
+def parse(reply: Any, **kwargs: Any) -> ServerDescription:
+    return ServerDescription.from_hello(A, reply, 0.01, **kwargs)
+
+
+def test_defaults_of_a_minimal_reply() -> None:
+    sd = parse({"ok": 1})
+    assert sd.type is ServerType.STANDALONE
+    assert sd.min_wire_version == 0 and sd.max_wire_version == 0
+    assert sd.last_write_date is None and sd.op_time is None
+    assert sd.me is None and sd.primary is None and sd.set_name is None
+    assert sd.hosts == sd.passives == sd.arbiters == frozenset()
+    assert sd.tags == {} and sd.election_id is None and sd.set_version is None
+    assert sd.logical_session_timeout_minutes is None and sd.topology_version is None
+    assert sd.iscryptd is False and sd.service_id is None and sd.error is None
+
+
+def test_optional_fields_are_read() -> None:
+    service_id = ObjectId()
+    sd = parse(
+        {
+            "ok": 1,
+            "minWireVersion": 6,
+            "maxWireVersion": 21,
+            "iscryptd": True,
+            "serviceId": service_id,
+            "setName": "rs",
+            "secondary": True,
+            "passives": ["P:1"],
+            "arbiters": ["Q:2"],
+            "primary": "B:27017",
+            "setVersion": 4.0,
+            "electionId": service_id,
+            "logicalSessionTimeoutMinutes": 30.0,
+        },
+        min_round_trip_time=0.005,
+        last_update_time=7.0,
+    )
+    assert (sd.min_wire_version, sd.max_wire_version) == (6, 21)
+    assert sd.iscryptd is True and sd.service_id == service_id
+    assert sd.passives == {Address("p", 1)} and sd.arbiters == {Address("q", 2)}
+    assert sd.primary == B and sd.set_version == 4 and sd.election_id == service_id
+    assert sd.logical_session_timeout_minutes == 30
+    assert sd.round_trip_time == 0.01 and sd.min_round_trip_time == 0.005
+    assert sd.last_update_time == 7.0
+    assert sd.all_hosts == {Address("p", 1), Address("q", 2)}
+
+
+def test_unix_socket_me_and_primary_are_kept_as_paths() -> None:
+    path = "/tmp/mongodb-27017.sock"
+    sd = parse({"ok": 1, "setName": "rs", "me": path, "primary": path})
+    assert sd.me == Address(path, None) and sd.primary == Address(path, None)
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (datetime.datetime(1970, 1, 1, 0, 0, 2), 2.0),
+        (datetime.datetime(1970, 1, 1, 0, 0, 3, tzinfo=datetime.timezone.utc), 3.0),
+        (1500, 1.5),  # test data gives milliseconds
+        (2500.0, 2.5),
+        (DatetimeMS(2**62), 2**62 / 1000.0),  # beyond datetime's range
+    ],
+)
+def test_last_write_date_in_seconds_since_the_epoch(value: Any, seconds: float) -> None:
+    sd = parse({"ok": 1, "lastWrite": {"lastWriteDate": value, "opTime": {"ts": 1}}})
+    assert sd.type is ServerType.STANDALONE
+    assert sd.last_write_date == seconds and sd.op_time == {"ts": 1}
+
+
+@pytest.mark.parametrize(
+    ("reply", "fragment"),
+    [
+        (["ok", 1], "the reply is not a document"),
+        ({"ok": 1, "setName": 5}, "'setName' must be a string"),
+        ({"ok": 1, "lastWrite": []}, "'lastWrite' must be a document"),
+        ({"ok": 1, "lastWrite": {"lastWriteDate": "x"}}, "lastWriteDate must be a date, not str"),
+        ({"ok": 1, "lastWrite": {"lastWriteDate": True}}, "lastWriteDate must be a date, not bool"),
+        ({"ok": 1, "tags": ["dc"]}, "'tags' must be a document"),
+        ({"ok": 1, "hosts": "a"}, "'hosts' must be an array of host names"),
+        ({"ok": 1, "passives": "a"}, "'passives' must be an array of host names"),
+        ({"ok": 1, "arbiters": "a"}, "'arbiters' must be an array of host names"),
+        ({"ok": 1, "topologyVersion": 3}, "topologyVersion must be a document, not int"),
+    ],
+)
+def test_hostile_fields_are_named_in_the_error(reply: Any, fragment: str) -> None:
+    sd = parse(reply, last_update_time=4.0)
+    assert sd.type is ServerType.UNKNOWN and sd.address == A
+    assert sd.error == f"invalid hello reply from a:27017: {fragment}"
+    assert sd.last_update_time == 4.0
+
+
+def test_reply_without_ok_1_is_unknown_with_its_errmsg() -> None:
+    tv = {"processId": ObjectId(), "counter": 2}
+    sd = parse({"ok": 0, "errmsg": "not ready", "topologyVersion": tv}, last_update_time=3.0)
+    assert sd.type is ServerType.UNKNOWN and sd.address == A
+    assert sd.error == "not ready (ok=0)"
+    assert sd.topology_version == TopologyVersion(tv["processId"], 2)
+    assert sd.last_update_time == 3.0
+    bare = parse({"ok": 0.0})
+    assert bare.error == "the hello reply does not have ok: 1 (ok=0.0)"
+
+
+def test_error_descriptions_keep_their_time_and_nothing_else() -> None:
+    sd = ServerDescription.from_error(A, "refused", last_update_time=2.0)
+    assert sd.error == "refused" and sd.last_update_time == 2.0 and sd.type is ServerType.UNKNOWN
+    assert ServerDescription.from_error(A, None).error is None
+    assert ServerDescription.from_error(A, ValueError("bad")).error == "bad"
+
+
+def test_constructor_defaults_and_member_lists() -> None:
+    sd = ServerDescription(A)
+    assert sd.type is ServerType.UNKNOWN and sd.iscryptd is False and sd.tags == {}
+    known = ServerDescription(
+        A, ServerType.RS_SECONDARY, round_trip_time=0.2, min_round_trip_time=0.1, hosts=[A, B]
+    )
+    assert known.round_trip_time == 0.2 and known.min_round_trip_time == 0.1
+    # Any iterable of addresses is stored as a frozenset, so descriptions stay hashable.
+    members = ServerDescription(A, hosts=[A, B], passives=(B,), arbiters=iter([A]))
+    assert members.hosts == frozenset({A, B}) and isinstance(members.hosts, frozenset)
+    assert isinstance(members.passives, frozenset) and members.passives == {B}
+    assert isinstance(members.arbiters, frozenset) and members.arbiters == {A}
+    hash(members)
+
+
+def test_replace_keeps_every_other_field() -> None:
+    sd = parse({"ok": 1, "setName": "rs", "secondary": True, "hosts": ["a:27017"]})
+    changed = sd.replace(tags={"dc": "sf"})
+    assert changed.tags == {"dc": "sf"}
+    assert changed.type is ServerType.RS_SECONDARY and changed.address == A
+    assert changed.set_name == "rs" and changed.hosts == {A} and changed.round_trip_time == 0.01
+    moved = sd.replace(address=B, type=ServerType.RS_ARBITER)
+    assert moved.address == B and moved.type is ServerType.RS_ARBITER and moved.set_name == "rs"
+
+
+def test_different_descriptions_hash_differently() -> None:
+    hashes = {hash(parse({"ok": 1, "maxWireVersion": version})) for version in range(8)}
+    assert len(hashes) > 1
+
+
+def test_repr_names_address_type_rtt_set_name_and_error() -> None:
+    sd = parse({"ok": 1, "setName": "rs", "secondary": True})
+    assert repr(sd) == "<ServerDescription a:27017 RSSecondary rtt=10.0ms setName='rs'>"
+    assert repr(parse({"ok": 1})) == "<ServerDescription a:27017 Standalone rtt=10.0ms>"
+    slow = ServerDescription.from_hello(A, {"ok": 1}, 0.5)
+    assert repr(slow) == "<ServerDescription a:27017 Standalone rtt=500.0ms>"
+    failed = ServerDescription.from_error(A, "boom")
+    assert repr(failed) == "<ServerDescription a:27017 Unknown error='boom'>"

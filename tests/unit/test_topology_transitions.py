@@ -1,0 +1,231 @@
+"""What apply() tells the I/O shell, and the replica set rules the spec suites leave uncovered.
+
+Seed: server-discovery-and-monitoring.md, "Updating the TopologyDescription"
+(updateRSFromPrimary with the electionId/setVersion rules of servers before and after
+MongoDB 6.0, updateRSWithPrimaryFromMember, "Verifying setName with TopologyType
+Single", remove), "Connection Pool Management" (which pools are marked ready, which
+are cleared) and "TopologyDescription".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from bson import ObjectId
+
+from mongocore.address import Address
+from mongocore.description.server import ServerDescription
+from mongocore.description.settings import TopologySettings
+from mongocore.description.topology import TopologyDescription, apply, remove_all
+from mongocore.description.types import ServerType, TopologyType
+
+A = Address("a", 27017)
+B = Address("b", 27017)
+C = Address("c", 27017)
+
+
+def oid(n: int) -> ObjectId:
+    return ObjectId(f"{n:024x}")
+
+
+def hello(address: Address, **fields: Any) -> ServerDescription:
+    reply: dict[str, Any] = {"ok": 1, "setName": "rs", "hosts": ["a:27017", "b:27017"]}
+    reply["me"] = str(address)
+    reply.update(fields)
+    return ServerDescription.from_hello(address, reply, 0.01)
+
+
+def primary(address: Address, **fields: Any) -> ServerDescription:
+    return hello(address, isWritablePrimary=True, **fields)
+
+
+def secondary(address: Address, **fields: Any) -> ServerDescription:
+    return hello(address, secondary=True, **fields)
+
+
+def replica_set(*seeds: Address) -> TopologyDescription:
+    return TopologyDescription.initial(TopologySettings(seeds=seeds or (A, B), replica_set="rs"))
+
+
+def single(**settings: Any) -> TopologyDescription:
+    return TopologyDescription.initial(
+        TopologySettings(seeds=(A,), direct_connection=True, **settings)
+    )
+
+
+# --- which pools become ready ---
+
+
+@pytest.mark.parametrize(
+    ("topology", "outcome", "ready"),
+    [
+        ("rs", "arbiter", False),
+        ("rs", "secondary", True),
+        ("single", "arbiter", True),  # a direct connection uses any known server
+        ("single", "unknown", False),
+        ("rs", "unknown", False),
+    ],
+)
+def test_which_pools_are_marked_ready(topology: str, outcome: str, ready: bool) -> None:
+    td = replica_set() if topology == "rs" else single()
+    sd = {
+        "arbiter": hello(A, arbiterOnly=True),
+        "secondary": secondary(A),
+        "unknown": ServerDescription.from_error(A, "refused"),
+    }[outcome]
+    assert apply(td, sd).ready_pools == ((A,) if ready else ())
+
+
+# --- what the transition reports as applied ---
+
+
+def test_a_stale_primary_is_applied_as_unknown() -> None:
+    td = apply(replica_set(), primary(B, maxWireVersion=21, electionId=oid(2))).description
+    stale = primary(A, maxWireVersion=21, electionId=oid(1))
+    transition = apply(td, stale)
+    assert not transition.ignored
+    assert transition.applied is transition.description.servers[A]
+    assert transition.applied.type is ServerType.UNKNOWN and transition.applied.address == A
+    assert transition.applied.error is not None
+    assert transition.applied.error.startswith(
+        "primary marked stale due to electionId/setVersion mismatch, ("
+    )
+
+
+def test_a_removed_server_is_still_the_applied_outcome() -> None:
+    # A standalone among replica set seeds is removed; the outcome was processed.
+    outcome = ServerDescription.from_hello(A, {"ok": 1}, 0.01)
+    transition = apply(replica_set(), outcome)
+    assert transition.removed == (A,) and A not in transition.description.servers
+    assert transition.applied is outcome and not transition.ignored
+
+
+# --- updateRSFromPrimary ---
+
+
+@pytest.mark.parametrize(("old_wire_version", "cleared"), [(7, True), (8, False)])
+def test_pool_of_an_invalidated_primary_is_cleared_only_before_4_2(
+    old_wire_version: int, cleared: bool
+) -> None:
+    td = replica_set()
+    old = primary(A, maxWireVersion=old_wire_version, electionId=oid(1), setVersion=1)
+    td = apply(td, old).description
+    transition = apply(td, primary(B, maxWireVersion=21, electionId=oid(2), setVersion=1))
+    assert transition.request_check == (A,)
+    assert transition.clear_pools == ((A,) if cleared else ())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "accepted"),
+    [
+        # Before 6.0 setVersion decides first, then electionId.
+        ((1, 1), (1, 2), True),
+        ((1, 1), (1, 1), True),  # the same primary again
+        ((2, 1), (3, 0), True),  # a newer config wins whatever its electionId
+        ((2, 1), (1, 5), False),
+        ((1, 2), (1, 1), False),
+    ],
+)
+def test_primary_election_order_before_6_0(
+    first: tuple[int, int], second: tuple[int, int], accepted: bool
+) -> None:
+    td = replica_set(A, B)
+    version, election = first
+    td = apply(td, primary(A, maxWireVersion=7, setVersion=version, electionId=oid(election)))
+    td = td.description
+    version, election = second
+    transition = apply(
+        td, primary(B, maxWireVersion=7, setVersion=version, electionId=oid(election))
+    )
+    servers = transition.description.servers
+    assert (servers[B].type is ServerType.RS_PRIMARY) is accepted
+    assert (servers[A].type is ServerType.RS_PRIMARY) is not accepted
+    assert transition.description.type is TopologyType.REPLICA_SET_WITH_PRIMARY
+
+
+def test_primary_stepping_down_leaves_no_primary_and_names_the_next() -> None:
+    td = apply(replica_set(), primary(A, maxWireVersion=21)).description
+    # A reports itself secondary, and that B is the primary now.
+    transition = apply(td, secondary(A, primary="b:27017"))
+    assert transition.description.type is TopologyType.REPLICA_SET_NO_PRIMARY
+    assert transition.description.servers[B].type is ServerType.POSSIBLE_PRIMARY
+    assert transition.description.servers[A].type is ServerType.RS_SECONDARY
+
+
+def test_members_are_added_in_address_order() -> None:
+    hosts = [f"a:{port}" for port in (27022, 27019, 27021, 27018, 27020, 27017)]
+    transition = apply(replica_set(A), secondary(A, hosts=hosts))
+    assert transition.added == tuple(Address("a", port) for port in range(27018, 27023))
+
+
+# --- remove ---
+
+
+def test_removing_the_last_server_warns(caplog: pytest.LogCaptureFixture) -> None:
+    td = TopologyDescription.initial(TopologySettings(seeds=(A, B)))
+    with caplog.at_level(logging.WARNING, logger="mongocore.topology"):
+        td = apply(td, ServerDescription.from_hello(A, {"ok": 1}, 0.01)).description
+        assert caplog.messages == []
+        transition = apply(td, ServerDescription.from_hello(B, {"ok": 1}, 0.01))
+    assert transition.description.servers == {}
+    assert caplog.messages == [
+        "removed b:27017, the last server of the topology: no server is left to monitor"
+    ]
+
+
+# --- TopologyType Single: the replica set name must match ---
+
+
+@pytest.mark.parametrize(
+    ("fields", "found"),
+    [({}, "no setName"), ({"setName": "other"}, "setName 'other'")],
+)
+def test_single_with_wrong_set_name_is_unknown_with_an_explanation(
+    fields: dict[str, Any], found: str
+) -> None:
+    td = single(replica_set="rs")
+    outcome = ServerDescription.from_hello(A, {"ok": 1, **fields}, 0.01, last_update_time=6.0)
+    stored = apply(td, outcome).description.servers[A]
+    assert stored.type is ServerType.UNKNOWN and stored.last_update_time == 6.0
+    assert stored.error == (
+        f"replica set name mismatch: expected 'rs', but a:27017 reports {found}"
+    )
+
+
+def test_single_with_a_failed_check_keeps_the_check_error() -> None:
+    td = single(replica_set="rs")
+    stored = apply(td, ServerDescription.from_error(A, "refused")).description.servers[A]
+    assert stored.error == "refused"
+
+
+# --- the description itself ---
+
+
+def test_description_does_not_share_the_callers_mapping() -> None:
+    settings = TopologySettings(seeds=(A,))
+    servers = {A: ServerDescription(A)}
+    td = TopologyDescription(TopologyType.UNKNOWN, servers, settings)
+    servers[B] = ServerDescription(B)
+    assert list(td.servers) == [A]
+
+
+def test_repr_names_type_set_name_and_servers() -> None:
+    td = apply(replica_set(A), secondary(A, hosts=["a:27017"])).description
+    assert repr(td) == (
+        "<TopologyDescription ReplicaSetNoPrimary setName='rs' "
+        "servers=[<ServerDescription a:27017 RSSecondary rtt=10.0ms setName='rs'>]>"
+    )
+    empty = TopologyDescription.initial(TopologySettings(seeds=(A, B)))
+    assert repr(empty) == (
+        "<TopologyDescription Unknown servers=[<ServerDescription a:27017 Unknown>, "
+        "<ServerDescription b:27017 Unknown>]>"
+    )
+
+
+def test_closing_keeps_the_settings_and_the_previous_description() -> None:
+    td = replica_set()
+    closing = remove_all(td)
+    assert closing.previous is td and closing.description.settings is td.settings
+    assert closing.description.servers == {} and set(closing.removed) == {A, B}
