@@ -221,8 +221,10 @@ def build_deployment(
     mongoses: int = 2,
     port_base: Optional[int] = None,
     election_delay: float = 0.2,
+    name: Optional[str] = None,
 ) -> Any:
-    """A deployment of ``mongocore.sim``, not yet started (ports from ``port_base`` on).
+    """A deployment of ``mongocore.sim``, not yet started (ports from ``port_base`` on;
+    ``name``: the replica set's name, of the replica set or of the shard).
 
     Ports are handed out in order: the mongos routers first, then the mongods.
     """
@@ -232,6 +234,8 @@ def build_deployment(
         return sim.Standalone(port=next(ports))
     if kind == "replset":
         configs = [sim.MemberConfig(port=next(ports)) for _ in range(members)]
+        if name is not None:
+            return sim.ReplicaSet(configs, election_delay=election_delay, name=name)
         return sim.ReplicaSet(configs, election_delay=election_delay)
     if kind in ("sharded", "load-balanced"):
         cluster: Any
@@ -351,6 +355,7 @@ def run_sim(
     mongoses: int = 2,
     port_base: Optional[int] = None,
     election_delay: float = 0.2,
+    name: Optional[str] = None,
     out: Optional[TextIO] = None,
     err: Optional[TextIO] = None,
     stopper: Optional[Stopper] = None,
@@ -370,6 +375,7 @@ def run_sim(
             mongoses=mongoses,
             port_base=port_base,
             election_delay=election_delay,
+            name=name,
         )
     except ImportError as exc:
         print(
@@ -556,6 +562,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="listen on ports P, P+1, ... (mongos routers first); default: free ports",
     )
     sim.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the replica set's name, with --replset (default: rs0)",
+    )
+    sim.add_argument(
         "--mongoses", type=_positive_int, default=2, metavar="N", help="with --sharded (2)"
     )
     sim.add_argument(
@@ -610,6 +621,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             mongoses=args.mongoses,
             port_base=args.port_base,
             election_delay=args.election_delay,
+            name=args.name,
         )
     if args.command == "watch":
         return watch(args.uri, duration=args.duration, plain=args.plain)

@@ -21,14 +21,17 @@ from typing import Any, Optional, Union
 
 from bson import ObjectId
 
+from mongocore import codec
 from mongocore.address import Address
 from mongocore.auth import authenticator_for, in_authentication
+from mongocore.client_info import DeploymentInfo
 from mongocore.collection import CommandCursor, Database, ReadConcern, WriteConcern
 from mongocore.description.topology import TopologyDescription
 from mongocore.description.types import TopologyType
 from mongocore.driver_info import DriverInfo, DriverInfoList
 from mongocore.errors import (
     ConfigurationError,
+    InvalidOperation,
     MongoCoreError,
     NetworkError,
     OperationFailure,
@@ -44,6 +47,7 @@ from mongocore.log_messages import topology_log_listeners
 from mongocore.monitoring import run_command
 from mongocore.options import ClientOptions
 from mongocore.pool_log import connection_log_listeners
+from mongocore.read_preferences import expand_read_preference_keyword
 from mongocore.retry import (
     AttemptContext,
     Command,
@@ -71,7 +75,7 @@ END_SESSIONS_BATCH = 10_000
 END_SESSIONS_TIMEOUT = 2.0
 
 
-class Client:
+class Client(DeploymentInfo):
     """A client for one MongoDB deployment.
 
     ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
@@ -111,10 +115,16 @@ class Client:
             ]
         )
         self._srv_poller: Optional[SrvPoller] = None
+        # document_class, tzinfo, type_registry, codec_options: Python objects, never
+        # connection-string options.
+        codec_keywords = codec.pop_codec_keywords(options)
+        # A read preference object stands for readPreference and its tags and staleness.
+        options = expand_read_preference_keyword(options)
         # The one I/O the seed allows in a constructor: the initial SRV lookup
         # (nothing is looked up for a mongodb:// URI).
         srv = options_with_seedlist(uri, resolver=srv_resolver, **options)
         self._options = srv.options
+        self._codec_options = codec.codec_options_for_client(self._options, codec_keywords)
         settings = srv.topology_settings
         self._read_preference = ReadPreference.from_options(
             self._options.read_preference,
@@ -237,6 +247,12 @@ class Client:
     def topology(self) -> Topology:
         return self._topology
 
+    @property
+    def codec_options(self) -> codec.AnyCodecOptions:
+        """How documents are encoded and decoded (bson's CodecOptions), from the
+        ``uuidRepresentation``, ``tz_aware``, ``document_class``, ... options."""
+        return self._codec_options
+
     def append_metadata(self, driver_info: DriverInfo) -> None:
         """Append a wrapping library's name, version and platform to the client
         metadata (MongoDB Handshake, "Metadata updates after MongoClient
@@ -265,21 +281,51 @@ class Client:
     def __getitem__(self, name: str) -> Database:
         return Database(self, name)
 
+    def __getattr__(self, name: str) -> Database:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"Client has no attribute {name!r}. To reach the database {name!r},"
+                f" use client[{name!r}]."
+            )
+        return Database(self, name)
+
     def get_database(
         self,
-        name: str,
-        *,
+        name: Optional[str] = None,
+        codec_options: Optional[codec.AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> Database:
+        """The database ``name`` (the connection string's database when None); each
+        option not given is the client's."""
+        if name is None:
+            name = self._options.database
+            if not name:
+                raise ConfigurationError("No default database name defined or provided.")
         return Database(
             self,
             name,
+            codec_options=codec_options,
             read_preference=read_preference,
             write_concern=write_concern,
             read_concern=read_concern,
         )
+
+    def get_default_database(
+        self,
+        default: Optional[str] = None,
+        codec_options: Optional[codec.AnyCodecOptions] = None,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Database:
+        """The connection string's database, else ``default``; ConfigurationError if
+        neither names one."""
+        name = self._options.database or default
+        if not name:
+            raise ConfigurationError("No default database name defined or provided.")
+        return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
 
     def start_session(self, *, causal_consistency: Optional[bool] = None) -> ClientSession:
         """Start an explicit session; end it with ``end_session()`` or a ``with`` block.
@@ -336,10 +382,13 @@ class Client:
             if owned:
                 use.end_session()
         databases = [dict(d) for d in outcome.reply.get("databases", [])]
-        return CommandCursor(self, outcome.address, databases)
+        return CommandCursor(self, outcome.address, databases, codec_options=self._codec_options)
 
-    def list_database_names(self, session: Optional[ClientSession] = None) -> list[str]:
-        with self.list_databases(session, name_only=True) as cursor:
+    def list_database_names(
+        self, session: Optional[ClientSession] = None, comment: Any = None
+    ) -> list[str]:
+        """The names of the deployment's databases (listDatabases with nameOnly)."""
+        with self.list_databases(session, name_only=True, comment=comment) as cursor:
             return [str(d["name"]) for d in cursor]
 
     def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
@@ -364,7 +413,14 @@ class Client:
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ConfigurationError("this Client is closed; create a new one")
+            raise InvalidOperation("Cannot use MongoClient after close")
+
+    def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
+        """The server's buildInfo (version, versionArray, gitVersion, ...), from the
+        primary, as pymongo's ``server_info()``."""
+        return self.command(
+            "admin", {"buildinfo": 1}, ReadPreference(Mode.PRIMARY), session=session
+        )
 
     # --- the generic command method -------------------------------------------------------
 
@@ -498,6 +554,28 @@ class Client:
 
     def __repr__(self) -> str:
         return f"<Client {self._topology.description!r}>"
+
+    def _eq_props(self) -> tuple[Any, ...]:
+        options = self._options
+        return (
+            tuple(sorted(str(address) for address in options.hosts)),
+            options.replica_set,
+            options.srv_host,
+            options.srv_service_name,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Clients are equal when they were given the same seeds, replica set name and
+        SRV name (as pymongo compares them)."""
+        if not isinstance(other, Client):
+            return NotImplemented
+        return self._eq_props() == other._eq_props()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._eq_props())
 
 
 def _uri_of(uri_or_hosts: Union[str, Sequence[str], None]) -> str:

@@ -34,15 +34,19 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 import bson
 from bson import Int64, ObjectId
 
+from mongocore import codec
 from mongocore.address import Address
+from mongocore.codec import AnyCodecOptions
+from mongocore.cursor_options import FindModifiers, IndexSpec, slice_bounds
 from mongocore.errors import (
     BulkWriteError,
     ConfigurationError,
     InvalidOperation,
     MongoCoreError,
     OperationFailure,
-    WriteError,
+    error_code,
     write_concern_error_from_reply,
+    write_error_from_document,
 )
 from mongocore.monitoring import next_operation_id
 from mongocore.retry import (
@@ -92,6 +96,8 @@ Hint = Union[str, Sequence[tuple[str, Any]], Mapping[str, Any], None]
 _COMMAND_FIELDS_ALLOWANCE = 1024
 #: NamespaceNotFound: listIndexes on a missing collection is an empty list.
 _NAMESPACE_NOT_FOUND = 26
+#: Tells "no such field" from a field whose value is None.
+_MISSING: Any = object()
 
 
 # --- read and write concern ------------------------------------------------------------
@@ -208,9 +214,14 @@ class _WriteModel:
 
 
 class InsertOne(_WriteModel):
+    """Insert one document (retryable); an ``_id`` is added when it has none."""
+
     _kind = "insert"
 
-    def __init__(self, document: Mapping[str, Any]) -> None:
+    def __init__(self, document: Mapping[str, Any], namespace: Optional[str] = None) -> None:
+        if not isinstance(document, Mapping):
+            raise TypeError(f"document must be a mapping (a dict), not {type(document).__name__}")
+        _check_namespace(namespace)
         self.document = document
 
     def _statement(self) -> Document:
@@ -221,22 +232,32 @@ class _Update(_WriteModel):
     _kind = "update"
     _replacement = False
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 (pymongo's positional parameters)
         self,
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
-        upsert: bool = False,
-        *,
+        upsert: Optional[bool] = None,
+        collation: Optional[Mapping[str, Any]] = None,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
+        namespace: Optional[str] = None,
+        sort: Optional[Mapping[str, Any]] = None,
     ) -> None:
+        _check_filter(filter)
+        if upsert is not None and not isinstance(upsert, bool):
+            raise TypeError(f"upsert must be True or False, not {upsert!r}")
+        if array_filters is not None and not isinstance(array_filters, (list, tuple)):
+            raise TypeError(
+                f"array_filters must be a list of documents, not {type(array_filters).__name__}"
+            )
+        _check_namespace(namespace)
         self.filter = filter
         self.update = update
         self.upsert = upsert
         self.array_filters = array_filters
         self.hint = hint
         self.collation = collation
+        self.sort = sort
 
     def _statement(self) -> Document:
         if self._replacement:
@@ -254,12 +275,19 @@ class _Update(_WriteModel):
         if self.hint is not None:
             statement["hint"] = _hint(self.hint)
         if self.collation is not None:
-            statement["collation"] = dict(self.collation)
+            statement["collation"] = _collation_document(self.collation)
+        if self.sort is not None:
+            # Which of several matches an UpdateOne or ReplaceOne changes (MongoDB 8.0).
+            statement["sort"] = _sort_document(self.sort)
         return statement
 
 
 class UpdateOne(_Update):
-    """Update the first matching document (retryable)."""
+    """Update the first matching document (retryable).
+
+    ``UpdateOne(filter, update, upsert=None, collation=None, array_filters=None,
+    hint=None, namespace=None, sort=None)``, as pymongo's.
+    """
 
 
 class UpdateMany(_Update):
@@ -267,30 +295,57 @@ class UpdateMany(_Update):
 
     _multi = True
 
+    def __init__(  # noqa: PLR0917 (pymongo's positional parameters)
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: Optional[bool] = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        namespace: Optional[str] = None,
+    ) -> None:
+        super().__init__(filter, update, upsert, collation, array_filters, hint, namespace)
+
 
 class ReplaceOne(_Update):
     """Replace the first matching document (retryable)."""
 
     _replacement = True
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 (pymongo's positional parameters)
         self,
         filter: Filter,
         replacement: Mapping[str, Any],
-        upsert: bool = False,
-        *,
-        hint: Hint = None,
+        upsert: Optional[bool] = None,
         collation: Optional[Mapping[str, Any]] = None,
+        hint: Hint = None,
+        namespace: Optional[str] = None,
+        sort: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        super().__init__(filter, replacement, upsert, hint=hint, collation=collation)
+        super().__init__(
+            filter,
+            replacement,
+            upsert,
+            collation=collation,
+            hint=hint,
+            namespace=namespace,
+            sort=sort,
+        )
 
 
 class _Delete(_WriteModel):
     _kind = "delete"
 
     def __init__(
-        self, filter: Filter, *, hint: Hint = None, collation: Optional[Mapping[str, Any]] = None
+        self,
+        filter: Filter,
+        collation: Optional[Mapping[str, Any]] = None,
+        hint: Hint = None,
+        namespace: Optional[str] = None,
     ) -> None:
+        _check_filter(filter)
+        _check_namespace(namespace)
         self.filter = filter
         self.hint = hint
         self.collation = collation
@@ -300,7 +355,7 @@ class _Delete(_WriteModel):
         if self.hint is not None:
             statement["hint"] = _hint(self.hint)
         if self.collation is not None:
-            statement["collation"] = dict(self.collation)
+            statement["collation"] = _collation_document(self.collation)
         return statement
 
 
@@ -312,6 +367,29 @@ class DeleteMany(_Delete):
     """Delete every matching document (never retryable)."""
 
     _multi = True
+
+
+def _check_filter(filter: object) -> None:
+    if not isinstance(filter, Mapping):
+        raise TypeError(f"filter must be a mapping (a dict), not {type(filter).__name__}")
+
+
+def _check_namespace(namespace: object) -> None:
+    # pymongo's namespace names the collection of a client-level bulk write.
+    if namespace is not None:
+        raise ConfigurationError(
+            f"namespace={namespace!r}: write models with a namespace are for a "
+            "client-level bulk write, which mongocore does not provide; use "
+            "Collection.bulk_write without namespace"
+        )
+
+
+def _collation_document(collation: object) -> Document:
+    """A collation document, or an object with one (pymongo's ``Collation``)."""
+    document = getattr(collation, "document", collation)
+    if not isinstance(document, Mapping):
+        raise TypeError(f"collation must be a document, not {type(collation).__name__}")
+    return dict(document)
 
 
 WriteModel = Union[InsertOne, UpdateOne, UpdateMany, ReplaceOne, DeleteOne, DeleteMany]
@@ -370,59 +448,71 @@ class InsertManyResult(_Result):
 
 
 class UpdateResult(_Result):
+    """The result of update_one, update_many, replace_one. ``raw_result`` is the
+    server's reply, with ``updatedExisting`` added and ``upserted`` as the upserted
+    document's ``_id`` (the shape other drivers give); None when unacknowledged."""
+
     __slots__ = ("_raw",)
 
     def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
         super().__init__(acknowledged)
-        self._raw = dict(raw_result or {})
+        self._raw = None if raw_result is None else dict(raw_result)
 
     @property
-    def raw_result(self) -> Document:
+    def raw_result(self) -> Optional[Document]:
         return self._raw
+
+    def _reply(self, what: str) -> Document:
+        self._check(what)
+        return self._raw or {}
 
     @property
     def matched_count(self) -> int:
-        self._check("matched_count")
-        if self.upserted_id is not None:
+        raw = self._reply("matched_count")
+        if self.did_upsert:
             return 0
-        return int(self._raw.get("n", 0))
+        return int(raw.get("n", 0))
 
     @property
     def modified_count(self) -> int:
-        self._check("modified_count")
-        return int(self._raw.get("nModified", 0))
+        return int(self._reply("modified_count").get("nModified", 0))
 
     @property
     def upserted_id(self) -> Any:
-        self._check("upserted_id")
-        upserted = self._raw.get("upserted")
-        if isinstance(upserted, list) and upserted:
-            return upserted[0].get("_id")
-        return None
+        upserted = self._reply("upserted_id").get("upserted")
+        # The command's own shape, a list of {index, _id}, is read too.
+        if isinstance(upserted, list):
+            return upserted[0].get("_id") if upserted else None
+        return upserted
 
     @property
     def did_upsert(self) -> bool:
-        return self.upserted_id is not None
+        """True when the update inserted a document (even one whose ``_id`` is None)."""
+        upserted = self._reply("did_upsert").get("upserted", _MISSING)
+        return upserted is not _MISSING and upserted != []
 
     def __repr__(self) -> str:
         return f"UpdateResult({self._raw!r}, acknowledged={self._acknowledged})"
 
 
 class DeleteResult(_Result):
+    """The result of delete_one, delete_many. ``raw_result`` is the server's reply;
+    None when unacknowledged."""
+
     __slots__ = ("_raw",)
 
     def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
         super().__init__(acknowledged)
-        self._raw = dict(raw_result or {})
+        self._raw = None if raw_result is None else dict(raw_result)
 
     @property
-    def raw_result(self) -> Document:
+    def raw_result(self) -> Optional[Document]:
         return self._raw
 
     @property
     def deleted_count(self) -> int:
         self._check("deleted_count")
-        return int(self._raw.get("n", 0))
+        return int((self._raw or {}).get("n", 0))
 
     def __repr__(self) -> str:
         return f"DeleteResult({self._raw!r}, acknowledged={self._acknowledged})"
@@ -474,9 +564,12 @@ class BulkWriteResult(_Result):
         return int(self._raw.get("nUpserted", 0))
 
     @property
-    def upserted_ids(self) -> dict[int, Any]:
-        """Request index -> ``_id`` of each upserted document."""
+    def upserted_ids(self) -> Optional[dict[int, Any]]:
+        """Request index -> ``_id`` of each upserted document (None for an empty
+        ``bulk_api_result``, as other drivers give)."""
         self._check("upserted_ids")
+        if not self._raw:
+            return None
         return {int(u["index"]): u["_id"] for u in self._raw.get("upserted", [])}
 
     @property
@@ -574,14 +667,7 @@ def _raise_single_write_errors(reply: Mapping[str, Any]) -> None:
     """A single-statement write: its write error, else its write concern error."""
     errors = reply.get("writeErrors")
     if isinstance(errors, list) and errors:
-        error = errors[0]
-        code = error.get("code")
-        raise WriteError(
-            str(error.get("errmsg", "write error")),
-            code if isinstance(code, int) else None,
-            error,
-            reply.get("errorLabels") or (),
-        )
+        raise write_error_from_document(errors[0], reply.get("errorLabels") or ())
     _raise_write_concern_error(reply)
 
 
@@ -595,10 +681,23 @@ class _Target:
     _read_preference: ReadPreference
     _write_concern: WriteConcern
     _read_concern: ReadConcern
+    _codec_options: AnyCodecOptions
+    #: The codec options when they differ from the defaults, else None: documents are
+    #: then re-encoded and re-decoded (mongocore.codec); None keeps the plain path.
+    _decoding: Optional[AnyCodecOptions]
+
+    def _set_codec_options(self, options: AnyCodecOptions) -> None:
+        self._codec_options = options
+        self._decoding = None if codec.is_default(options) else options
 
     @property
     def client(self) -> Client:
         return self._client
+
+    @property
+    def codec_options(self) -> AnyCodecOptions:
+        """How documents are encoded and decoded (bson's CodecOptions)."""
+        return self._codec_options
 
     @property
     def read_preference(self) -> ReadPreference:
@@ -611,6 +710,10 @@ class _Target:
     @property
     def read_concern(self) -> ReadConcern:
         return self._read_concern
+
+    def _encode(self, document: Mapping[str, Any]) -> bytes:
+        """A document as BSON, with this target's codec options."""
+        return bson.encode(document, False, self._codec_options)
 
     def _session(self, session: Optional[ClientSession]) -> ClientSession:
         if session is None:
@@ -629,6 +732,9 @@ class _Target:
         return self._session(session)
 
     def _run(self, op: Operation) -> CommandOutcome:
+        options = self._decoding
+        if options is not None:
+            op.build = _encoding_with(op.build, options)
         return self._client._executor.run(op)
 
     def _read(
@@ -656,14 +762,35 @@ class _Target:
         return self._run(op)
 
 
-class Database(_Target):
-    """A database of the deployment: ``client["name"]``; ``db["coll"]`` is a Collection."""
+def _encoding_with(
+    build: Callable[[AttemptContext], Command], options: AnyCodecOptions
+) -> Callable[[AttemptContext], Command]:
+    """``build``, with the command's documents encoded by the user's codec options into
+    BSON values the wire layer's default encoding sends as they are."""
 
-    def __init__(
+    def encoded(ctx: AttemptContext) -> Command:
+        command = build(ctx)
+        sequences = command.sequences
+        if sequences:
+            sequences = {
+                identifier: [codec.to_wire_value(d, options) for d in documents]
+                for identifier, documents in sequences.items()
+            }
+        return Command(codec.to_wire(command.body, options), sequences, command.event_sequences)
+
+    return encoded
+
+
+class Database(_Target):
+    """A database of the deployment: ``client["name"]`` or ``client.name``;
+    ``db["coll"]`` and ``db.coll`` are Collections (names starting with ``_`` only
+    through ``db["_coll"]``)."""
+
+    def __init__(  # noqa: PLR0917 - positional as pymongo's
         self,
         client: Client,
         name: str,
-        *,
+        codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
@@ -672,6 +799,7 @@ class Database(_Target):
             raise ValueError(f"invalid database name {name!r}")
         self._client = client
         self._name = name
+        self._set_codec_options(codec_options or client.codec_options)
         self._read_preference = read_preference or client.read_preference
         self._write_concern = write_concern or client.write_concern
         self._read_concern = read_concern or client.read_concern
@@ -683,17 +811,33 @@ class Database(_Target):
     def __getitem__(self, name: str) -> Collection:
         return Collection(self, name)
 
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"Database has no attribute {name!r}. To reach the collection {name!r},"
+                f" use database[{name!r}]."
+            )
+        return Collection(self, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            f"'Database' object is not callable. If you meant to call a method"
+            f" {self._name!r} of the client, the client has no such method."
+        )
+
     def get_collection(
         self,
         name: str,
-        *,
+        codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> Collection:
+        """The collection ``name``; each option not given is this database's."""
         return Collection(
             self,
             name,
+            codec_options=codec_options,
             read_preference=read_preference,
             write_concern=write_concern,
             read_concern=read_concern,
@@ -701,28 +845,31 @@ class Database(_Target):
 
     def with_options(
         self,
-        *,
+        codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> Database:
+        """This database with some options changed (the others are this one's)."""
         return Database(
             self._client,
             self._name,
+            codec_options=codec_options or self._codec_options,
             read_preference=read_preference or self._read_preference,
             write_concern=write_concern or self._write_concern,
             read_concern=read_concern or self._read_concern,
         )
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Database)
-            and other._client is self._client
-            and other._name == self._name
-        )
+        if not isinstance(other, Database):
+            return NotImplemented
+        return other._client == self._client and other._name == self._name
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
-        return hash(self._name)
+        return hash((self._client, self._name))
 
     def __repr__(self) -> str:
         return f"Database({self._name!r})"
@@ -735,28 +882,38 @@ class Database(_Target):
         value: Any = 1,
         *,
         read_preference: Optional[ReadPreference] = None,
+        codec_options: Optional[AnyCodecOptions] = None,
         session: Optional[ClientSession] = None,
         timeout_ms: Optional[float] = None,
         **kwargs: Any,
-    ) -> Document:
+    ) -> Any:
         """Run any command as it is: the generic command method, never retried.
 
         ``command`` is a document, or a command name (``value`` is then its value and
         ``kwargs`` its other fields, in order). It runs with read preference primary
         unless one is given; the database's read preference is not consulted. An
         ``ok: 0`` reply raises OperationFailure.
+
+        As in pymongo, the command is encoded and its reply decoded with
+        ``codec_options`` if given, else with the default options (not the database's).
         """
         if isinstance(command, str):
             document: Document = {command: value, **kwargs}
         else:
             document = {**command, **kwargs}
-        return self._client.command(
+        options = codec_options
+        if options is not None and codec.is_default(options):
+            options = None
+        if options is not None:
+            document = codec.to_wire(document, options)
+        reply = self._client.command(
             self._name,
             document,
             read_preference,
             session=session,
             timeout_ms=timeout_ms,
         )
+        return reply if options is None else codec.decode_document(reply, options)
 
     def list_collections(
         self,
@@ -881,13 +1038,14 @@ class Database(_Target):
 
 
 class Collection(_Target):
-    """A collection: ``client["db"]["coll"]``. Thread-safe; makes no I/O until used."""
+    """A collection: ``client["db"]["coll"]`` or ``client.db.coll``. Thread-safe; makes
+    no I/O until used. ``coll.sub`` (or ``coll["sub"]``) is the collection ``coll.sub``."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - positional as pymongo's
         self,
         database: Database,
         name: str,
-        *,
+        codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
@@ -897,6 +1055,7 @@ class Collection(_Target):
         self._database = database
         self._client = database.client
         self._name = name
+        self._set_codec_options(codec_options or database.codec_options)
         self._read_preference = read_preference or database.read_preference
         self._write_concern = write_concern or database.write_concern
         self._read_concern = read_concern or database.read_concern
@@ -913,30 +1072,60 @@ class Collection(_Target):
     def database(self) -> Database:
         return self._database
 
+    def __getitem__(self, name: str) -> Collection:
+        """The sub-collection ``<this name>.<name>``, with this collection's options."""
+        return Collection(
+            self._database,
+            f"{self._name}.{name}",
+            codec_options=self._codec_options,
+            read_preference=self._read_preference,
+            write_concern=self._write_concern,
+            read_concern=self._read_concern,
+        )
+
+    def __getattr__(self, name: str) -> Collection:
+        if name.startswith("_"):
+            full_name = f"{self._name}.{name}"
+            raise AttributeError(
+                f"Collection has no attribute {name!r}. To reach the collection"
+                f" {full_name!r}, use database[{full_name!r}]."
+            )
+        return self[name]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        method = self._name.rpartition(".")[2]
+        raise TypeError(
+            f"'Collection' object is not callable. If you meant to call the method"
+            f" {method!r} of a Collection, Collection has no such method."
+        )
+
     def with_options(
         self,
-        *,
+        codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> Collection:
+        """This collection with some options changed (the others are this one's)."""
         return Collection(
             self._database,
             self._name,
+            codec_options=codec_options or self._codec_options,
             read_preference=read_preference or self._read_preference,
             write_concern=write_concern or self._write_concern,
             read_concern=read_concern or self._read_concern,
         )
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, Collection)
-            and other._database == self._database
-            and other._name == self._name
-        )
+        if not isinstance(other, Collection):
+            return NotImplemented
+        return other._database == self._database and other._name == self._name
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
-        return hash(self.full_name)
+        return hash((self._database, self._name))
 
     def __repr__(self) -> str:
         return f"Collection({self.full_name!r})"
@@ -989,7 +1178,7 @@ class Collection(_Target):
             timeout_ms=timeout_ms,
             comment=comment,
             single=True,
-        )
+        )[0]
         return InsertOneResult(result.inserted_ids.get(0), result.acknowledged)
 
     def insert_many(
@@ -1014,7 +1203,7 @@ class Collection(_Target):
             session=session,
             timeout_ms=timeout_ms,
             comment=comment,
-        )
+        )[0]
         ids = result.inserted_ids
         return InsertManyResult(
             [ids[i] for i in range(len(requests)) if i in ids], result.acknowledged
@@ -1030,7 +1219,7 @@ class Collection(_Target):
         comment: Any,
         let: Optional[Mapping[str, Any]],
     ) -> UpdateResult:
-        result = self._bulk(
+        result, reply = self._bulk(
             [model],
             ordered=True,
             bypass_document_validation=bypass_document_validation,
@@ -1040,12 +1229,18 @@ class Collection(_Target):
             let=let,
             single=True,
         )
-        raw = result.bulk_api_result
-        n = int(raw.get("nMatched", 0)) + int(raw.get("nUpserted", 0))
-        shaped: Document = {"n": n, "nModified": raw.get("nModified", 0)}
-        if raw.get("upserted"):
-            shaped["upserted"] = raw["upserted"]
-        return UpdateResult(shaped if result.acknowledged else None, result.acknowledged)
+        if not result.acknowledged or reply is None:
+            return UpdateResult(None, False)
+        raw = dict(reply)
+        upserted = raw.get("upserted")
+        # The shape other drivers give: updatedExisting, and upserted as the _id.
+        if isinstance(upserted, list) and upserted:
+            raw["upserted"] = upserted[0].get("_id")
+            raw["updatedExisting"] = False
+        else:
+            raw.pop("upserted", None)
+            raw["updatedExisting"] = bool(raw.get("n"))
+        return UpdateResult(raw, True)
 
     def update_one(
         self,
@@ -1137,7 +1332,7 @@ class Collection(_Target):
         comment: Any,
         let: Optional[Mapping[str, Any]],
     ) -> DeleteResult:
-        result = self._bulk(
+        result, reply = self._bulk(
             [model],
             ordered=True,
             session=session,
@@ -1146,8 +1341,9 @@ class Collection(_Target):
             let=let,
             single=True,
         )
-        raw = {"n": result.bulk_api_result.get("nRemoved", 0)} if result.acknowledged else None
-        return DeleteResult(raw, result.acknowledged)
+        if not result.acknowledged or reply is None:
+            return DeleteResult(None, False)
+        return DeleteResult(reply, True)
 
     def delete_one(
         self,
@@ -1223,7 +1419,7 @@ class Collection(_Target):
             timeout_ms=timeout_ms,
             comment=comment,
             let=let,
-        )
+        )[0]
 
     def _bulk(
         self,
@@ -1236,7 +1432,8 @@ class Collection(_Target):
         bypass_document_validation: Optional[bool] = None,
         let: Optional[Mapping[str, Any]] = None,
         single: bool = False,
-    ) -> BulkWriteResult:
+    ) -> tuple[BulkWriteResult, Optional[Mapping[str, Any]]]:
+        """The result, and the last command's reply (a single write's raw result)."""
         write_concern = self._write_concern
         owned = session is None
         use = self._write_session(session, write_concern)
@@ -1253,7 +1450,7 @@ class Collection(_Target):
                     comment=comment,
                 ),
             )
-            return bulk.execute(single=single)
+            return bulk.execute(single=single), bulk.last_reply
         finally:
             if owned:
                 use.end_session()
@@ -1305,7 +1502,11 @@ class Collection(_Target):
                 use.end_session()
         _raise_write_concern_error(reply)
         value = reply.get("value")
-        return dict(value) if isinstance(value, Mapping) else None
+        if not isinstance(value, Mapping):
+            return None
+        if self._decoding is None:
+            return dict(value)
+        return codec.decode_document(value, self._decoding)  # type: ignore[no-any-return]
 
     def find_one_and_delete(
         self,
@@ -1420,10 +1621,12 @@ class Collection(_Target):
         self,
         filter: Optional[Filter] = None,
         projection: Projection = None,
-        *,
         skip: int = 0,
         limit: int = 0,
+        *,
+        no_cursor_timeout: Optional[bool] = None,
         sort: SortSpec = None,
+        allow_partial_results: Optional[bool] = None,
         batch_size: Optional[int] = None,
         hint: Hint = None,
         max_time_ms: Optional[int] = None,
@@ -1431,6 +1634,10 @@ class Collection(_Target):
         collation: Optional[Mapping[str, Any]] = None,
         allow_disk_use: Optional[bool] = None,
         let: Optional[Mapping[str, Any]] = None,
+        max: Optional[Union[Sequence[tuple[str, Any]], Mapping[str, Any]]] = None,
+        min: Optional[Union[Sequence[tuple[str, Any]], Mapping[str, Any]]] = None,
+        return_key: Optional[bool] = None,
+        show_record_id: Optional[bool] = None,
         session: Optional[ClientSession] = None,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
@@ -1439,7 +1646,7 @@ class Collection(_Target):
 
         The find command is a retryable read; its getMores are not retried.
         """
-        return Cursor(
+        cursor = Cursor(
             self,
             filter,
             projection,
@@ -1457,18 +1664,24 @@ class Collection(_Target):
                 collation=None if collation is None else dict(collation),
                 allowDiskUse=allow_disk_use,
                 let=None if let is None else dict(let),
+                noCursorTimeout=no_cursor_timeout,
+                allowPartialResults=allow_partial_results,
+                returnKey=return_key,
+                showRecordId=show_record_id,
             ),
         )
+        if max is not None:
+            cursor.max(max)
+        if min is not None:
+            cursor.min(min)
+        return cursor
 
-    def find_one(
-        self, filter: Any = None, projection: Projection = None, **kwargs: Any
-    ) -> Optional[Document]:
+    def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Optional[Document]:
         """The first matching document, or None (a retryable read). A ``filter`` that is
-        not a document is taken as an ``_id``."""
+        not a document is taken as an ``_id``; the other arguments are find's."""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
-        kwargs["limit"] = -1
-        with self.find(filter, projection, **kwargs) as cursor:
+        with self.find(filter, *args, **kwargs).limit(-1) as cursor:
             for document in cursor:
                 return document
         return None
@@ -1534,7 +1747,8 @@ class Collection(_Target):
             return Command(body)
 
         reply = self._simple_read("distinct", build, session, read_preference, timeout_ms)
-        return list(reply.get("values", []))
+        values = list(reply.get("values", []))
+        return values if self._decoding is None else codec.decode_values(values, self._decoding)
 
     def count_documents(
         self,
@@ -1666,10 +1880,12 @@ class Collection(_Target):
         with self.list_indexes(session, **kwargs) as cursor:
             return [str(index["name"]) for index in cursor]
 
-    def index_information(self, session: Optional[ClientSession] = None) -> dict[str, Document]:
+    def index_information(
+        self, session: Optional[ClientSession] = None, comment: Any = None
+    ) -> dict[str, Document]:
         """Index name -> its description (``key`` as a list of (field, direction))."""
         info: dict[str, Document] = {}
-        with self.list_indexes(session) as cursor:
+        with self.list_indexes(session, comment=comment) as cursor:
             for index in cursor:
                 entry = dict(index)
                 name = str(entry.pop("name"))
@@ -1679,33 +1895,131 @@ class Collection(_Target):
 
     def create_index(
         self,
-        keys: Union[str, Sequence[tuple[str, Any]], Mapping[str, Any]],
-        *,
-        name: Optional[str] = None,
+        keys: IndexSpec,
         session: Optional[ClientSession] = None,
-        **options: Any,
+        comment: Any = None,
+        **kwargs: Any,
     ) -> str:
-        """Create an index (createIndexes, never retried); returns its name."""
+        """Create an index (createIndexes, never retried); returns its name.
+
+        ``kwargs`` are the index's options as the server spells them (``name``,
+        ``unique``, ``sparse``, ``expireAfterSeconds``, ``partialFilterExpression``,
+        ...), except ``maxTimeMS`` and ``commitQuorum``, which go to the command."""
+        command_options: Document = {
+            k: kwargs.pop(k) for k in ("maxTimeMS", "commitQuorum") if k in kwargs
+        }
         key_doc = _index_keys(keys)
-        index_name = name or _index_name(key_doc)
-        index: Document = {"key": key_doc, "name": index_name, **options}
-        body: Document = {"createIndexes": self._name, "indexes": [index]}
-        if not self._write_concern.is_server_default:
-            body["writeConcern"] = self._write_concern.document
-        self._database.command(body, session=session)
-        return index_name
+        name = kwargs.pop("name", None) or _index_name(key_doc)
+        index: Document = {"key": key_doc, "name": name, **kwargs}
+        return self._create_indexes([index], session, comment, command_options)[0]
+
+    def create_indexes(
+        self,
+        indexes: Sequence[Any],
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Create several indexes in one createIndexes command; returns their names.
+
+        ``indexes`` are IndexModel objects (anything with a ``document`` mapping: the
+        index's ``key``, ``name`` and options). ``kwargs`` are command fields
+        (``maxTimeMS``, ``commitQuorum``)."""
+        documents: list[Document] = []
+        for model in indexes:
+            document = getattr(model, "document", None)
+            if not isinstance(document, Mapping):
+                raise TypeError(f"{model!r} is not an IndexModel")
+            entry = dict(document)
+            entry.setdefault("name", _index_name(dict(entry["key"])))
+            documents.append(entry)
+        return self._create_indexes(documents, session, comment, kwargs)
+
+    def _create_indexes(
+        self,
+        documents: list[Document],
+        session: Optional[ClientSession],
+        comment: Any,
+        options: Mapping[str, Any],
+    ) -> list[str]:
+        body: Document = {"createIndexes": self._name, "indexes": documents, **options}
+        self._admin_command(body, session, comment)
+        return [str(document["name"]) for document in documents]
 
     def drop_index(
         self,
-        index: Union[str, Sequence[tuple[str, Any]]],
-        *,
+        index_or_name: IndexSpec,
         session: Optional[ClientSession] = None,
+        comment: Any = None,
+        **kwargs: Any,
     ) -> None:
-        name = index if isinstance(index, str) else _index_name(_index_keys(index))
-        body: Document = {"dropIndexes": self._name, "index": name}
+        """Drop one index, by name or by its keys (``"*"`` drops all but ``_id``'s)."""
+        if isinstance(index_or_name, str):
+            name = index_or_name
+        else:
+            name = _index_name(_index_keys(index_or_name))
+        body: Document = {"dropIndexes": self._name, "index": name, **kwargs}
+        self._admin_command(body, session, comment)
+
+    def drop_indexes(
+        self, session: Optional[ClientSession] = None, comment: Any = None, **kwargs: Any
+    ) -> None:
+        """Drop every index but the one on ``_id``."""
+        self.drop_index("*", session, comment, **kwargs)
+
+    def rename(
+        self,
+        new_name: str,
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Document:
+        """Rename this collection within its database (renameCollection, run on the
+        admin database, never retried); ``dropTarget=True`` replaces an existing
+        collection of that name. Returns the server's reply."""
+        if not isinstance(new_name, str):
+            raise TypeError("new_name must be a string")
+        if (
+            not new_name
+            or ".." in new_name
+            or "$" in new_name
+            or "\x00" in new_name
+            or new_name.startswith(".")
+            or new_name.endswith(".")
+        ):
+            raise ValueError(f"invalid collection name {new_name!r}")
+        to = f"{self._database.name}.{new_name}"
+        body: Document = {"renameCollection": self.full_name, "to": to, **kwargs}
+        return self._admin_command(body, session, comment, database="admin")
+
+    def options(self, session: Optional[ClientSession] = None, comment: Any = None) -> Document:
+        """The options the collection was created with (listCollections); ``{}`` for
+        a collection created implicitly or that does not exist."""
+        with self._database.list_collections(
+            session, {"name": self._name}, comment=comment
+        ) as cursor:
+            for info in cursor:
+                options = dict(info.get("options") or {})
+                options.pop("create", None)
+                return options
+        return {}
+
+    def _admin_command(
+        self,
+        body: Document,
+        session: Optional[ClientSession],
+        comment: Any,
+        *,
+        database: Optional[str] = None,
+    ) -> Document:
+        """A catalog command (never retried), with the collection's write concern."""
+        if comment is not None:
+            body["comment"] = comment
         if not self._write_concern.is_server_default:
             body["writeConcern"] = self._write_concern.document
-        self._database.command(body, session=session)
+        reply = self._client.command(database or self._database.name, body, None, session=session)
+        _raise_write_concern_error(reply)
+        return reply
 
     def drop(self, session: Optional[ClientSession] = None) -> None:
         """Drop the collection; a missing collection is not an error."""
@@ -1829,13 +2143,12 @@ class _BulkWrite:
                 _raise_single_write_errors(self.last_reply)
         elif result["writeErrors"] or result["writeConcernErrors"]:
             raise BulkWriteError(result)
-        clean = {k: v for k, v in result.items() if k not in ("writeErrors", "writeConcernErrors")}
-        return BulkWriteResult(clean, True, self.inserted_ids)
+        return BulkWriteResult(copy.deepcopy(result), True, self.inserted_ids)
 
     def _run_group(self, group: _Batch) -> None:
         collection = self.collection
         identifier = _SEQUENCE_OF[group.kind]
-        encoded = [bson.encode(statement) for _, statement in group.statements]
+        encoded = [collection._encode(statement) for _, statement in group.statements]
         batches: list[range] = []
         position = 0
         while True:
@@ -1844,7 +2157,7 @@ class _BulkWrite:
                 if not batches:
                     # Cut every batch now, with this connection's limits; a batch keeps
                     # its statements (and transaction number) on a retry.
-                    body_size = len(bson.encode(self._body(group.kind)))
+                    body_size = len(collection._encode(self._body(group.kind)))
                     overhead = op_msg_overhead(body_size + _COMMAND_FIELDS_ALLOWANCE, identifier)
                     max_document = None
                     if group.kind != "insert":
@@ -1888,15 +2201,18 @@ class _BulkWrite:
             result["nRemoved"] += n
         else:
             upserted = reply.get("upserted") or []
-            for upsert in upserted:
-                position = group.statements[indexes[int(upsert["index"])]][0]
+            for ordinal, upsert in enumerate(upserted):
+                # Some compatible servers leave out "index"; a single statement is
+                # then index 0, and several are taken in the reply's order.
+                index = error_code(upsert.get("index"))
+                position = group.statements[indexes[ordinal if index is None else index]][0]
                 result["upserted"].append({"index": position, "_id": upsert["_id"]})
             result["nUpserted"] += len(upserted)
             result["nMatched"] += n - len(upserted)
             result["nModified"] += int(reply.get("nModified", 0))
         for error in reply.get("writeErrors") or []:
             entry = dict(error)
-            original = group.statements[indexes[int(error.get("index", 0))]]
+            original = group.statements[indexes[error_code(error.get("index")) or 0]]
             entry["index"] = original[0]
             entry["op"] = original[1]
             result["writeErrors"].append(entry)
@@ -1987,12 +2303,19 @@ def _run_cursor_command(
 ) -> CommandCursor:
     owned = session is None
     use = target._session(session)
+    sent: list[Document] = []
+
+    def build_and_keep(ctx: AttemptContext) -> Command:
+        command = build(ctx)
+        sent[:] = [command.body]
+        return command
+
     try:
         if write:
             op = Operation(
                 name=name,
                 database=database,
-                build=build,
+                build=build_and_keep,
                 session=use,
                 retry=RetryKind.NONE,
                 read_concern=target.read_concern.document if read_concern else None,
@@ -2003,7 +2326,7 @@ def _run_cursor_command(
             outcome = target._read(
                 database,
                 name,
-                build,
+                build_and_keep,
                 use,
                 read_preference=read_preference,
                 timeout_ms=timeout_ms,
@@ -2021,8 +2344,33 @@ def _run_cursor_command(
             use.end_session()
         raise
     return CommandCursor.from_reply(
-        target._client, outcome, use if owned else None, use, batch_size
+        target._client,
+        outcome,
+        use if owned else None,
+        use,
+        batch_size,
+        codec_options=target._decoding,
+        namespace=_command_namespace(database, sent[0] if sent else {}),
     )
+
+
+def _command_namespace(database: str, body: Mapping[str, Any]) -> tuple[str, str]:
+    """The namespace a cursor-returning command names, for a reply without ``ns``:
+    ``db.coll``, or ``db.$cmd.<command>`` for database-level commands."""
+    for name, value in body.items():
+        if isinstance(value, str):
+            return database, value
+        return database, f"$cmd.{name}"
+    return database, ""
+
+
+def _cursor_id(value: Any) -> int:
+    """A cursor id as the server sent it (an Int64, or an int32 from some compatible
+    servers), so getMore and killCursors echo it in the same BSON type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    code = error_code(value)
+    return 0 if code is None else Int64(code)
 
 
 class _CursorBase:
@@ -2048,6 +2396,8 @@ class _CursorBase:
         self._started = False
         self._timeout_ms: Optional[float] = None
         self._operation_id: Optional[int] = None
+        #: Non-default codec options the batches are decoded with (None: as they come).
+        self._decoding: Optional[AnyCodecOptions] = None
 
     # --- public -------------------------------------------------------------------------
 
@@ -2132,24 +2482,31 @@ class _CursorBase:
     def _start(self) -> None:
         self._started = True
 
-    def _adopt(self, outcome: CommandOutcome, first_batch_key: str = "firstBatch") -> None:
+    def _adopt(self, outcome: CommandOutcome, namespace: tuple[str, str]) -> None:
+        """Take the first batch; ``namespace`` is the one the command named, for
+        replies without ``ns``."""
         reply = outcome.reply
         cursor = reply.get("cursor")
         if not isinstance(cursor, Mapping):
             raise OperationFailure("the reply has no cursor document", None, reply)
         self._address = outcome.address
         self._operation_id = outcome.operation_id
-        self._id = int(cursor.get("id", 0))
-        namespace = str(cursor.get("ns", ""))
-        db, _, coll = namespace.partition(".")
-        self._namespace = (db, coll)
-        self._set_batch(list(cursor.get(first_batch_key) or []))
+        self._id = _cursor_id(cursor.get("id", 0))
+        ns = cursor.get("ns")
+        if isinstance(ns, str) and "." in ns:
+            db, _, coll = ns.partition(".")
+            self._namespace = (db, coll)
+        else:
+            self._namespace = namespace
+        self._set_batch(list(cursor.get("firstBatch") or []))
         if self._id == 0:
             self._release()
 
     def _set_batch(self, documents: list[Document]) -> None:
         if self._limit:
             documents = documents[: max(0, self._limit - self._retrieved)]
+        if self._decoding is not None:
+            documents = codec.decode_documents(documents, self._decoding)
         self._buffer = documents
         self._position = 0
         self._retrieved += len(documents)
@@ -2180,7 +2537,7 @@ class _CursorBase:
         cursor_id = self._id
 
         def build(ctx: AttemptContext) -> Command:
-            body: Document = {"getMore": Int64(cursor_id), "collection": coll}
+            body: Document = {"getMore": cursor_id, "collection": coll}
             if batch_size:
                 body["batchSize"] = int(batch_size)
             return Command(body)
@@ -2203,7 +2560,7 @@ class _CursorBase:
             self._release()
             raise
         cursor = outcome.reply.get("cursor") or {}
-        self._id = int(cursor.get("id", 0))
+        self._id = _cursor_id(cursor.get("id", 0))
         self._set_batch(list(cursor.get("nextBatch") or []))
         if self._id == 0:
             self._release()
@@ -2216,7 +2573,7 @@ class _CursorBase:
             return
 
         def build(ctx: AttemptContext) -> Command:
-            return Command({"killCursors": coll, "cursors": [Int64(cursor_id)]})
+            return Command({"killCursors": coll, "cursors": [cursor_id]})
 
         op = Operation(
             name="killCursors",
@@ -2251,8 +2608,11 @@ class CommandCursor(_CursorBase):
         session: Optional[ClientSession] = None,
         owned_session: Optional[ClientSession] = None,
         batch_size: Optional[int] = None,
+        codec_options: Optional[AnyCodecOptions] = None,
     ) -> None:
         super().__init__(client)
+        if codec_options is not None and not codec.is_default(codec_options):
+            self._decoding = codec_options
         self._started = True
         self._address = address
         self._session = session
@@ -2268,6 +2628,9 @@ class CommandCursor(_CursorBase):
         owned_session: Optional[ClientSession],
         session: ClientSession,
         batch_size: Optional[int],
+        *,
+        namespace: tuple[str, str] = ("", ""),
+        codec_options: Optional[AnyCodecOptions] = None,
     ) -> CommandCursor:
         cursor = cls(
             client,
@@ -2276,18 +2639,28 @@ class CommandCursor(_CursorBase):
             session=session,
             owned_session=owned_session,
             batch_size=batch_size,
+            codec_options=codec_options,
         )
         cursor._retrieved = 0
-        cursor._adopt(outcome)
+        cursor._adopt(outcome, namespace)
         return cursor
+
+    def batch_size(self, batch_size: int) -> CommandCursor:
+        """The number of documents each following getMore asks for (0: the server's)."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
+            raise ValueError("batch_size must be a non-negative int")
+        self._batch_size = batch_size or None
+        return self
 
     def __enter__(self) -> CommandCursor:
         return self
 
 
-class Cursor(_CursorBase):
-    """The cursor of a find. Configure it (``sort``, ``limit``, ``skip``, ``batch_size``)
-    before iterating; the find command is sent on the first ``next()``.
+class Cursor(FindModifiers, _CursorBase):
+    """The cursor of a find. Configure it (``sort``, ``limit``, ``skip``, ``batch_size``,
+    ``hint``, ``max_time_ms``, ...) before iterating; the find command is sent on the
+    first ``next()``. ``cursor[i]`` runs a new find for one document; ``cursor[a:b]``
+    sets this cursor's skip and limit.
 
     A positive ``limit`` bounds the documents returned; a negative one also asks for
     a single batch (the server closes the cursor after it). Close cursors you do not
@@ -2313,6 +2686,7 @@ class Cursor(_CursorBase):
         if session is not None:
             session._check_usable(collection.client)
         self._collection = collection
+        self._decoding = collection._decoding
         self._filter = dict(filter) if filter is not None else {}
         self._projection = _projection(projection)
         self._skip = 0
@@ -2322,6 +2696,8 @@ class Cursor(_CursorBase):
         self._read_preference = read_preference
         self._timeout_ms = timeout_ms
         self._options = dict(options)
+        #: Set by an empty slice: nothing is sent, nothing is returned.
+        self._empty = False
         self.skip(skip)
         self.limit(limit)
         if sort is not None:
@@ -2343,6 +2719,7 @@ class Cursor(_CursorBase):
         self._check_not_started()
         self._single_batch = limit < 0
         self._limit = abs(limit)
+        self._empty = False
         return self
 
     def skip(self, skip: int) -> Cursor:
@@ -2350,6 +2727,7 @@ class Cursor(_CursorBase):
             raise ValueError("skip must be a non-negative int")
         self._check_not_started()
         self._skip = skip
+        self._empty = False
         return self
 
     def batch_size(self, batch_size: int) -> Cursor:
@@ -2367,36 +2745,131 @@ class Cursor(_CursorBase):
     def __enter__(self) -> Cursor:
         return self
 
-    def _start(self) -> None:
-        self._started = True
+    def clone(self) -> Cursor:
+        """A new, unstarted cursor with this one's query and options."""
+        twin = Cursor(
+            self._collection,
+            copy.deepcopy(self._filter),
+            self._projection,
+            skip=self._skip,
+            limit=-self._limit if self._single_batch else self._limit,
+            sort=self._sort,
+            batch_size=self._batch_size,
+            session=self._given_session,
+            read_preference=self._read_preference,
+            timeout_ms=self._timeout_ms,
+            options=copy.deepcopy(self._options),
+        )
+        twin._empty = self._empty
+        return twin
+
+    def __copy__(self) -> Cursor:
+        return self.clone()
+
+    def rewind(self) -> Cursor:
+        """Back to the unstarted state, options kept: the next ``next()`` sends the find
+        again (a server cursor still open is killed first)."""
+        self.close()
+        self._started = self._killed = False
+        self._id = 0
+        self._address = None
+        self._retrieved = 0
+        self._session = None
+        return self
+
+    def __getitem__(self, index: Union[int, slice]) -> Any:
+        """``cursor[i]``: the i-th document (after this cursor's skip), by a new find;
+        IndexError if there is none. ``cursor[a:b]``: this cursor, skipping ``a`` and
+        limited to ``b - a`` documents."""
+        self._check_not_started()
+        if isinstance(index, slice):
+            skip, limit = slice_bounds(index)
+            self._skip = skip
+            self._limit = limit or 0
+            self._single_batch = False
+            self._empty = limit == 0
+            return self
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError(f"cursor indexes must be ints or slices, not {type(index).__name__}")
+        if index < 0:
+            raise IndexError("cursors do not support negative indexes")
+        with self.clone().skip(self._skip + index).limit(-1) as one:
+            for document in one:
+                return document
+        raise IndexError("no such item for this cursor")
+
+    def distinct(self, key: str) -> list[Any]:
+        """The distinct values of ``key`` among the documents this cursor's filter
+        matches (a distinct command, with the cursor's collation, comment, maxTimeMS)."""
+        return self._collection.distinct(
+            key,
+            self._filter,
+            session=self._given_session,
+            read_preference=self._read_preference,
+            timeout_ms=self._timeout_ms,
+            collation=self._options.get("collation"),
+            comment=self._options.get("comment"),
+            max_time_ms=self._options.get("maxTimeMS"),
+        )
+
+    def explain(self) -> Document:
+        """The server's query plan for this cursor's find (the explain command, run
+        as it is: never retried, no read concern)."""
         collection = self._collection
+        body: Document = {"explain": self._find_body()}
         owned = self._given_session is None
         session = collection._session(self._given_session)
-        self._session = session
-        self._owned_session = session if owned else None
+        try:
+            return collection._read(
+                collection.database.name,
+                "explain",
+                lambda ctx: Command(body),
+                session,
+                read_preference=self._read_preference,
+                timeout_ms=self._timeout_ms,
+                retryable=False,
+                read_concern=False,
+            ).reply
+        finally:
+            if owned:
+                session.end_session()
+
+    def _find_body(self) -> Document:
         limit = self._limit
         batch_size = self._batch_size
         if self._single_batch:
             batch_size = None  # one batch of up to ``limit`` documents
         elif limit and batch_size:
             batch_size = min(batch_size, limit)
+        body: Document = {"find": self._collection.name, "filter": self._filter}
+        if self._sort is not None:
+            body["sort"] = self._sort
+        if self._projection is not None:
+            body["projection"] = self._projection
+        if self._skip:
+            body["skip"] = self._skip
+        if limit:
+            body["limit"] = limit
+        if batch_size:
+            body["batchSize"] = batch_size
+        if self._single_batch:
+            body["singleBatch"] = True
+        body.update(self._options)
+        return body
+
+    def _start(self) -> None:
+        self._started = True
+        if self._empty:
+            return
+        collection = self._collection
+        owned = self._given_session is None
+        session = collection._session(self._given_session)
+        self._session = session
+        self._owned_session = session if owned else None
+        body = self._find_body()
 
         def build(ctx: AttemptContext) -> Command:
-            body: Document = {"find": collection.name, "filter": self._filter}
-            if self._sort is not None:
-                body["sort"] = self._sort
-            if self._projection is not None:
-                body["projection"] = self._projection
-            if self._skip:
-                body["skip"] = self._skip
-            if limit:
-                body["limit"] = limit
-            if batch_size:
-                body["batchSize"] = batch_size
-            if self._single_batch:
-                body["singleBatch"] = True
-            body.update(self._options)
-            return Command(body)
+            return Command(dict(body))
 
         try:
             outcome = collection._read(
@@ -2411,6 +2884,6 @@ class Cursor(_CursorBase):
             self._killed = True
             self._release()
             raise
-        self._adopt(outcome)
+        self._adopt(outcome, (collection.database.name, collection.name))
         if self._single_batch and self._id:
             self.close()

@@ -1,9 +1,20 @@
-"""The one exception hierarchy of mongocore.
+"""The one exception hierarchy of mongocore, in pymongo's shape.
 
 Every error says what went wrong and, where it can, what to do about it. Errors
 that came from a server keep the server's reply (``details``) and its error
 labels, because the retry and SDAM rules decide on codes and labels, never on
 exception types alone.
+
+The names and the hierarchy follow ``pymongo.errors``, so code written against
+pymongo catches the same things: ``PyMongoError`` is :class:`MongoCoreError`;
+network errors are ``AutoReconnect``; "not writable primary" and "node is
+recovering" replies raise :class:`NotPrimaryError`; a duplicate key is a
+:class:`DuplicateKeyError`; ``maxTimeMS`` expiring is an :class:`ExecutionTimeout`;
+a write concern timeout a :class:`WTimeoutError`; a cursor the server no longer
+has a :class:`CursorNotFound`. One knowing difference: :class:`NotPrimaryError` is
+also an :class:`OperationFailure` (it carries the server's ``code`` and
+``details``), so ``except OperationFailure`` catches it where pymongo's would not
+(docs/from-pymongo.md).
 """
 
 from __future__ import annotations
@@ -73,6 +84,9 @@ class InvalidOperation(MongoCoreError):
 class ConnectionFailure(MongoCoreError):
     """Base class of errors that mean a server could not be reached or used."""
 
+    #: The server the error is about, when known.
+    address: Optional[Address] = None
+
     def __init__(
         self,
         message: str,
@@ -83,7 +97,13 @@ class ConnectionFailure(MongoCoreError):
         self.address = address
 
 
-class NetworkError(ConnectionFailure):
+class AutoReconnect(ConnectionFailure):
+    """The server could not be used for this operation, but the client may reach it (or
+    another) again: network errors, server selection timeouts, and replies saying the
+    server is no longer primary or is recovering (pymongo's ``AutoReconnect``)."""
+
+
+class NetworkError(AutoReconnect):
     """A socket failed while connecting, reading or writing (not a timeout)."""
 
 
@@ -95,7 +115,7 @@ class ProtocolError(ConnectionFailure):
     """A server sent bytes that are not a valid reply: the connection is closed."""
 
 
-class ServerSelectionError(ConnectionFailure):
+class ServerSelectionError(AutoReconnect):
     """No suitable server could be selected."""
 
 
@@ -146,18 +166,49 @@ class OperationFailure(MongoCoreError):
         self.code = code
         self.details: Mapping[str, Any] = details if details is not None else {}
 
+    @property
+    def code_name(self) -> Optional[str]:
+        """The server's name for the code (``codeName``), when it sent one."""
+        name = self.details.get("codeName")
+        return str(name) if name is not None else None
+
     def __str__(self) -> str:
         if self.code is None:
             return self.message
         return f"{self.message} (code {self.code})"
 
 
+class NotPrimaryError(OperationFailure, AutoReconnect):
+    """The server answered "not writable primary" or "node is recovering" (SDAM's state
+    change errors): it is no longer primary, or is starting up or shutting down. Both an
+    :class:`AutoReconnect`, as in pymongo, and an :class:`OperationFailure` with the
+    server's code."""
+
+
+class ExecutionTimeout(OperationFailure):
+    """The operation exceeded its time limit on the server (MaxTimeMSExpired, code 50)."""
+
+
+class CursorNotFound(OperationFailure):
+    """The server no longer has the cursor (CursorNotFound, code 43): it timed out, or
+    was killed."""
+
+
 class WriteConcernError(OperationFailure):
     """A write was applied, but its write concern could not be satisfied."""
 
 
+class WTimeoutError(WriteConcernError):
+    """The write concern was not satisfied within its ``wtimeout``; the write was applied."""
+
+
 class WriteError(OperationFailure):
     """A single write in a write command failed (from the ``writeErrors`` array)."""
+
+
+class DuplicateKeyError(WriteError):
+    """A write would have created a second document with the same value of a unique index
+    (code 11000, or its legacy forms 11001 and 12582)."""
 
 
 class BulkWriteError(OperationFailure):
@@ -208,22 +259,68 @@ class AuthenticationError(OperationFailure):
         super().__init__(message, code, details)
 
 
+#: Codes of a duplicate key (11000 and its legacy forms).
+DUPLICATE_KEY_CODES = frozenset({11000, 11001, 12582})
+MAX_TIME_MS_EXPIRED = 50
+CURSOR_NOT_FOUND = 43
+WRITE_CONCERN_FAILED = 64
+#: SDAM's "not writable primary" and "node is recovering" codes.
+_STATE_CHANGE_CODES = frozenset({10107, 13435, 10058, 11600, 11602, 13436, 189, 91})
+_STATE_CHANGE_MESSAGES = ("not master", "node is recovering", "not writable primary")
+
+
+def error_code(value: Any) -> Optional[int]:
+    """A server's error code as an int: servers and compatible servers send it as an
+    int32, an int64 or an integral double; anything else is no code."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def write_concern_error_from_reply(reply: Mapping[str, Any]) -> Optional[WriteConcernError]:
     """The WriteConcernError of an ``ok: 1`` reply whose write was applied but whose
-    write concern was not satisfied; None when the reply has no writeConcernError."""
+    write concern was not satisfied (a WTimeoutError when its wtimeout expired); None
+    when the reply has no writeConcernError."""
     wce = reply.get("writeConcernError")
     if not isinstance(wce, Mapping):
         return None
-    code = wce.get("code")
-    return WriteConcernError(
-        str(wce.get("errmsg", "write concern error")),
-        code if isinstance(code, int) else None,
-        reply,
-    )
+    code = error_code(wce.get("code"))
+    info = wce.get("errInfo")
+    timed_out = code == WRITE_CONCERN_FAILED or (isinstance(info, Mapping) and info.get("wtimeout"))
+    cls = WTimeoutError if timed_out else WriteConcernError
+    return cls(str(wce.get("errmsg", "write concern error")), code, reply)
+
+
+def write_error_from_document(error: Mapping[str, Any], labels: Iterable[str] = ()) -> WriteError:
+    """The error of one entry of a reply's ``writeErrors`` (a DuplicateKeyError for a
+    duplicate key)."""
+    code = error_code(error.get("code"))
+    cls = DuplicateKeyError if code in DUPLICATE_KEY_CODES else WriteError
+    return cls(str(error.get("errmsg", "write error")), code, error, labels)
 
 
 def command_error_from_reply(reply: Mapping[str, Any]) -> OperationFailure:
-    """Build the error for a command reply with ``ok: 0``."""
+    """Build the error for a command reply with ``ok: 0``, of the class its code calls
+    for (NotPrimaryError, ExecutionTimeout, CursorNotFound, DuplicateKeyError)."""
     message = str(reply.get("errmsg", "command failed"))
-    code = reply.get("code")
-    return OperationFailure(message, code if isinstance(code, int) else None, reply)
+    code = error_code(reply.get("code"))
+    cls: type[OperationFailure] = OperationFailure
+    if code in _STATE_CHANGE_CODES or (
+        code is None and any(m in message for m in _STATE_CHANGE_MESSAGES)
+    ):
+        cls = NotPrimaryError
+    elif code == MAX_TIME_MS_EXPIRED:
+        cls = ExecutionTimeout
+    elif code == CURSOR_NOT_FOUND:
+        cls = CursorNotFound
+    elif code in DUPLICATE_KEY_CODES:
+        cls = DuplicateKeyError
+    return cls(message, code, reply)
+
+
+#: pymongo's name for the base class.
+PyMongoError = MongoCoreError

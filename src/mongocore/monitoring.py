@@ -1,6 +1,9 @@
 """Command monitoring: one command on one connection, with its started, succeeded or
 failed event.
 
+Also the module pymongo users know as ``pymongo.monitoring``: it exports the
+listener and event classes of :mod:`mongocore.events`.
+
 Spec: Command Logging and Monitoring ("Guarantees": every started event has exactly
 one succeeded or failed event with the same requestId; "Succeeded or Failed": a
 reply with ``ok: 1`` succeeded, write errors included; "Implementation Notes":
@@ -22,11 +25,39 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from mongocore.errors import OperationFailure, command_error_from_reply
+
+# The listener and event classes under pymongo's module name (``pymongo.monitoring``),
+# so that ``from mongocore import monitoring`` ports ``from pymongo import monitoring``.
 from mongocore.events import (
     CommandFailedEvent,
+    CommandListener,
     CommandStartedEvent,
     CommandSucceededEvent,
+    ConnectionCheckedInEvent,
+    ConnectionCheckedOutEvent,
+    ConnectionCheckOutFailedEvent,
+    ConnectionCheckOutStartedEvent,
+    ConnectionClosedEvent,
+    ConnectionCreatedEvent,
+    ConnectionPoolListener,
+    ConnectionReadyEvent,
     EventPublisher,
+    PoolClearedEvent,
+    PoolClosedEvent,
+    PoolCreatedEvent,
+    PoolReadyEvent,
+    ServerClosedEvent,
+    ServerDescriptionChangedEvent,
+    ServerHeartbeatFailedEvent,
+    ServerHeartbeatListener,
+    ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+    ServerListener,
+    ServerOpeningEvent,
+    TopologyClosedEvent,
+    TopologyDescriptionChangedEvent,
+    TopologyListener,
+    TopologyOpeningEvent,
 )
 from mongocore.io.connection import Connection
 from mongocore.wire import next_request_id
@@ -36,6 +67,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SENSITIVE_COMMANDS",
+    "CommandFailedEvent",
+    "CommandListener",
+    "CommandStartedEvent",
+    "CommandSucceededEvent",
+    "ConnectionCheckOutFailedEvent",
+    "ConnectionCheckOutStartedEvent",
+    "ConnectionCheckedInEvent",
+    "ConnectionCheckedOutEvent",
+    "ConnectionClosedEvent",
+    "ConnectionCreatedEvent",
+    "ConnectionPoolListener",
+    "ConnectionReadyEvent",
+    "PoolClearedEvent",
+    "PoolClosedEvent",
+    "PoolCreatedEvent",
+    "PoolReadyEvent",
+    "ServerClosedEvent",
+    "ServerDescriptionChangedEvent",
+    "ServerHeartbeatFailedEvent",
+    "ServerHeartbeatListener",
+    "ServerHeartbeatStartedEvent",
+    "ServerHeartbeatSucceededEvent",
+    "ServerListener",
+    "ServerOpeningEvent",
+    "TopologyClosedEvent",
+    "TopologyDescriptionChangedEvent",
+    "TopologyListener",
+    "TopologyOpeningEvent",
     "is_sensitive",
     "next_operation_id",
     "redacted_failure",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from mongocore.address import Address
+from mongocore.codec import CODEC_KEYWORDS
 from mongocore.description.settings import (
     DEFAULT_HEARTBEAT_FREQUENCY_MS,
     DEFAULT_LOCAL_THRESHOLD_MS,
@@ -27,8 +28,10 @@ from mongocore.description.settings import (
     TopologySettings,
 )
 from mongocore.errors import ConfigurationError
+from mongocore.option_names import NOT_SUPPORTED, nearest_name
 from mongocore.uri import (
     OPTIONS,
+    URI_OPTION_SPELLINGS,
     _lower_key,
     _parse,
     canonical_option_name,
@@ -53,6 +56,7 @@ _ATTRIBUTES: Mapping[str, str] = {
     "authSource": "auth_source",
     "compressors": "compressors",
     "connectTimeoutMS": "connect_timeout_ms",
+    "datetime_conversion": "datetime_conversion",
     "directConnection": "direct_connection",
     "enableOverloadRetargeting": "enable_overload_retargeting",
     "heartbeatFrequencyMS": "heartbeat_frequency_ms",
@@ -86,6 +90,9 @@ _ATTRIBUTES: Mapping[str, str] = {
     "tlsDisableCertificateRevocationCheck": "tls_disable_certificate_revocation_check",
     "tlsDisableOCSPEndpointCheck": "tls_disable_ocsp_endpoint_check",
     "tlsInsecure": "tls_insecure",
+    "tz_aware": "tz_aware",
+    "unicode_decode_error_handler": "unicode_decode_error_handler",
+    "uuidRepresentation": "uuid_representation",
     "w": "w",
     "waitQueueTimeoutMS": "wait_queue_timeout_ms",
     "wTimeoutMS": "w_timeout_ms",
@@ -175,6 +182,11 @@ class ClientOptions:
     w: Union[int, str, None] = None
     w_timeout_ms: Optional[int] = None
     journal: Optional[bool] = None
+    # Codec options (mongocore.codec): how documents are encoded and decoded.
+    uuid_representation: Optional[str] = None
+    tz_aware: bool = False
+    unicode_decode_error_handler: str = "strict"
+    datetime_conversion: Optional[Any] = None
 
     def __post_init__(self) -> None:
         if self.srv_host is not None and self.hosts:
@@ -216,7 +228,7 @@ class ClientOptions:
                 continue
             name = _CANONICAL_BY_KWARG.get(normalized) or canonical_option_name(key)
             if name is None:
-                raise ConfigurationError(f"unknown client option {key!r}")
+                raise ConfigurationError(_unknown_keyword_message(key))
             given[name] = validate_option(name, value)
 
         check_options(given, hosts=parsed.hosts, is_srv=parsed.is_srv)
@@ -294,6 +306,50 @@ class ClientOptions:
                 ]
             parts.append(f"{f.name}={value!r}")
         return f"ClientOptions({', '.join(parts)})"
+
+
+#: Keywords of :class:`mongocore.client.Client` that are Python objects, not
+#: connection options: the client takes them before its other keywords reach
+#: :meth:`ClientOptions.from_uri`. Known here so a typo of one is told its name.
+CLIENT_KEYWORDS = (
+    "event_listeners",
+    "srv_resolver",
+    "driver_info",
+    *CODEC_KEYWORDS.values(),
+)
+
+# Keyword spellings -> the name to suggest for a typo of them, in the two styles a
+# caller may write (a deprecated URI key suggests its replacement: as keywords only
+# the canonical names are accepted, as in pymongo).
+_KWARG_EXTRAS = ("username", "password", *CLIENT_KEYWORDS)
+_CLIENT_KEYWORDS_BY_KWARG = {_kwarg_key(name): name for name in CLIENT_KEYWORDS}
+_CAMEL_SPELLINGS: Mapping[str, str] = {
+    **URI_OPTION_SPELLINGS,
+    **{name: name for name in _KWARG_EXTRAS},
+}
+_SNAKE_SPELLINGS: Mapping[str, str] = {
+    **{spelling: _ATTRIBUTES.get(name, name) for spelling, name in URI_OPTION_SPELLINGS.items()},
+    **{name: name for name in _KWARG_EXTRAS},
+}
+
+
+def _unknown_keyword_message(key: str) -> str:
+    """The error for an unknown keyword option, naming the nearest valid one (in the
+    caller's style: ``retry_writes`` for ``retry_write``, ``retryWrites`` for
+    ``retryWrite``)."""
+    reason = NOT_SUPPORTED.get(_lower_key(key))
+    if reason is not None:
+        return f"unknown client option {key!r}: {reason}"
+    if _kwarg_key(key) in _CLIENT_KEYWORDS_BY_KWARG:
+        client_keyword = _CLIENT_KEYWORDS_BY_KWARG[_kwarg_key(key)]
+        return (
+            f"unknown client option {key!r}: {client_keyword!r} is a keyword of Client, "
+            "not a connection option"
+        )
+    spellings = _SNAKE_SPELLINGS if "_" in key else _CAMEL_SPELLINGS
+    suggestion = nearest_name(key, spellings, normalize=_kwarg_key)
+    hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+    return f"unknown client option {key!r}{hint}"
 
 
 def _credential(name: str, value: object) -> Optional[str]:

@@ -15,8 +15,11 @@ Strict mode (``warn=False``, what the client uses) raises :class:`InvalidURI` fo
 invalid option value, naming the option and the value. Warn mode (``warn=True``)
 follows the URI spec to the letter: an invalid value is ignored with a warning.
 Either way, unknown option keys, repeated keys and deprecated keys are only
-warnings. Every warning is kept in :attr:`ConnectionString.warnings` and logged at
-WARNING level on the ``mongocore.uri`` logger.
+warnings, as the Connection String spec ("Keys") requires. Every warning is kept in
+:attr:`ConnectionString.warnings` and logged at WARNING level on the
+``mongocore.uri`` logger; a warning about an unknown key names the nearest valid
+option and is also issued as an :class:`UnknownOptionWarning` (a typo such as
+``retryWrite`` must not pass unnoticed; see :mod:`mongocore.option_names`).
 
 Secrets (the password, ``tlsCertificateKeyFilePassword``, ``proxyPassword``,
 credential-like ``authMechanismProperties``) never appear in a repr, a warning or an
@@ -34,17 +37,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional
 
+from bson.codec_options import DatetimeConversion
+
 from mongocore.address import DEFAULT_PORT, Address
 from mongocore.description.settings import DEFAULT_HEARTBEAT_FREQUENCY_MS, check_configuration
 from mongocore.errors import ConfigurationError, InvalidURI
+from mongocore.option_names import (
+    NOT_SUPPORTED,
+    UnknownOptionWarning,
+    nearest_name,
+    warn_unknown_option,
+)
 
 __all__ = [
     "DEPRECATED_OPTIONS",
     "OPTIONS",
     "SCHEME",
     "SRV_SCHEME",
+    "URI_OPTION_SPELLINGS",
     "ConnectionString",
     "OptionSpec",
+    "UnknownOptionWarning",
     "canonical_option_name",
     "check_options",
     "parse_uri",
@@ -276,6 +289,33 @@ def _srv_service_name(name: str, value: object, notes: list[str]) -> str:
     raise _InvalidValue(f"{name} must be a valid SRV service name (RFC 6335), not {_show(value)}")
 
 
+# Codec options (pymongo's URI options of the same names; mongocore.codec builds the
+# CodecOptions from them).
+UUID_REPRESENTATIONS = ("unspecified", "standard", "pythonLegacy", "javaLegacy", "csharpLegacy")
+UNICODE_DECODE_ERROR_HANDLERS = (
+    "strict",
+    "replace",
+    "ignore",
+    "backslashreplace",
+    "surrogateescape",
+)
+
+
+def _datetime_conversion(name: str, value: object, notes: list[str]) -> object:
+    """A DatetimeConversion, its name ("DATETIME_AUTO") or its number."""
+    try:
+        if isinstance(value, DatetimeConversion):
+            return value
+        if isinstance(value, str):
+            return DatetimeConversion(int(value)) if value.isdigit() else DatetimeConversion[value]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return DatetimeConversion(value)
+    except (KeyError, ValueError):
+        pass
+    names = ", ".join(repr(c.name) for c in DatetimeConversion)
+    raise _InvalidValue(f"{name} must be one of {names}, not {_show(value)}")
+
+
 class OptionSpec(NamedTuple):
     """One supported option: its canonical name and how its value is validated."""
 
@@ -299,6 +339,7 @@ OPTIONS: Mapping[str, OptionSpec] = types.MappingProxyType(
             OptionSpec("authSource", _string()),
             OptionSpec("compressors", _compressors),
             OptionSpec("connectTimeoutMS", _timeout),
+            OptionSpec("datetime_conversion", _datetime_conversion),
             OptionSpec("directConnection", _boolean),
             OptionSpec("enableOverloadRetargeting", _boolean),
             OptionSpec("heartbeatFrequencyMS", _integer(500)),
@@ -339,6 +380,9 @@ OPTIONS: Mapping[str, OptionSpec] = types.MappingProxyType(
             OptionSpec("tlsDisableCertificateRevocationCheck", _boolean),
             OptionSpec("tlsDisableOCSPEndpointCheck", _boolean),
             OptionSpec("tlsInsecure", _boolean),
+            OptionSpec("tz_aware", _boolean),
+            OptionSpec("unicode_decode_error_handler", _choice(UNICODE_DECODE_ERROR_HANDLERS)),
+            OptionSpec("uuidRepresentation", _choice(UUID_REPRESENTATIONS)),
             OptionSpec("w", _write_concern_w),
             OptionSpec("waitQueueTimeoutMS", _timeout),
             OptionSpec("wTimeoutMS", _integer(0, _INT64_MAX)),
@@ -370,6 +414,13 @@ def _lower_key(key: str) -> str:
 _BY_LOWER: dict[str, str] = {_lower_key(name): name for name in OPTIONS}
 _DEPRECATED_BY_LOWER: dict[str, str] = {_lower_key(name): name for name in DEPRECATED_OPTIONS}
 
+#: Every key a connection string accepts -> the name to suggest for a typo of it:
+#: canonical names as they are, ``ssl`` as itself (an equal alias), a deprecated key
+#: as its replacement.
+URI_OPTION_SPELLINGS: Mapping[str, str] = types.MappingProxyType(
+    {**{name: name for name in OPTIONS}, _SSL: _SSL, **DEPRECATED_OPTIONS}
+)
+
 
 def canonical_option_name(key: str) -> Optional[str]:
     """The canonical spelling of a supported option key (case-insensitive), or None.
@@ -391,7 +442,9 @@ def validate_option(name: str, value: object) -> Any:
     """
     canonical = name if name in OPTIONS else canonical_option_name(name)
     if canonical is None:
-        raise ConfigurationError(f"unknown option {name!r}")
+        suggestion = nearest_name(name, URI_OPTION_SPELLINGS, normalize=_lower_key)
+        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+        raise ConfigurationError(f"unknown option {name!r}{hint}")
     name, spec = canonical, OPTIONS[canonical]
     notes: list[str] = []
     try:
@@ -652,6 +705,8 @@ def _parse(uri: str, *, warn: bool, check: bool) -> ConnectionString:
         check_options(parsed.options, hosts=hosts, is_srv=is_srv)
     for message in parsed.warnings:
         _log.warning("%s", message)
+    for message in parsed.unknown_warnings:
+        warn_unknown_option(message)
     return ConnectionString(
         scheme=scheme,
         is_srv=is_srv,
@@ -683,6 +738,8 @@ class _ParsedOptions(NamedTuple):
     warnings: list[str]
     unknown: list[str]
     invalid: list[str]
+    #: The warnings about unknown keys, also issued as UnknownOptionWarning.
+    unknown_warnings: list[str]
 
 
 def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _ParsedOptions:
@@ -690,6 +747,7 @@ def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _Parse
     warnings: list[str] = []
     unknown: list[str] = []
     invalid: list[str] = []
+    unknown_warnings: list[str] = []
     tls_values: list[bool] = []
     deprecated: dict[str, tuple[str, Any]] = {}  # new name -> (old name, value)
     given: dict[str, int] = {}
@@ -709,11 +767,9 @@ def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _Parse
         old_name = _DEPRECATED_BY_LOWER.get(lower)
         name = canonical_option_name(key)
         if name is None and old_name is None:
-            # Never echo the value: an unknown key may be a misspelled secret.
-            if quote_keys:
-                warnings.append(f"unsupported connection option {key!r}; ignored")
-            else:
-                warnings.append(f"an unsupported connection option is ignored; {_WITHHELD}")
+            message = _unknown_key_message(key, quote_keys=quote_keys)
+            warnings.append(message)
+            unknown_warnings.append(message)
             unknown.append(key)
             continue
         if name is None:
@@ -761,7 +817,23 @@ def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _Parse
         else:
             warnings.append(f"option {old_name!r} is deprecated; use {name!r} instead")
             options[name] = value
-    return _ParsedOptions(options, warnings, unknown, invalid)
+    return _ParsedOptions(options, warnings, unknown, invalid, unknown_warnings)
+
+
+def _unknown_key_message(key: str, *, quote_keys: bool) -> str:
+    """The warning for an unknown key, naming the nearest valid option if one is close.
+
+    Never echoes the value (an unknown key may be a misspelt secret option), and
+    says nothing about the key when it may be part of a displaced password.
+    """
+    if not quote_keys:
+        return f"an unknown connection string option is ignored; {_WITHHELD}"
+    reason = NOT_SUPPORTED.get(_lower_key(key))
+    if reason is not None:
+        return f"unsupported connection string option {key!r} ({reason}); ignored"
+    suggestion = nearest_name(key, URI_OPTION_SPELLINGS, normalize=_lower_key)
+    hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+    return f"unknown connection string option {key!r}{hint}; ignored"
 
 
 # --- option combinations ---------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 
 from mongocore import cli_view
 from mongocore.address import parse_address
-from mongocore.cli import build_parser, main, replay, stop_on_signals, watch
+from mongocore.cli import build_deployment, build_parser, main, replay, stop_on_signals, watch
 from mongocore.cli_view import (
     EventFeed,
     ServerRow,
@@ -192,6 +192,14 @@ def test_sim_arguments() -> None:
     args = parser.parse_args(["sim", "--sharded", "--port-base", "40000", "--mongoses", "3"])
     assert (args.sharded, args.port_base, args.mongoses) == (True, 40000, 3)
     assert parser.parse_args(["sim", "--replset", "5"]).replset == 5
+    assert parser.parse_args(["sim", "--name", "rs"]).name == "rs"
+    assert parser.parse_args(["sim"]).name is None
+
+
+def test_a_named_replica_set() -> None:
+    deployment = build_deployment("replset", members=2, name="shop")
+    assert deployment.name == "shop"
+    assert build_deployment("replset", members=2).name == "rs0"
 
 
 @pytest.mark.parametrize(

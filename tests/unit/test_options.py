@@ -64,6 +64,10 @@ def test_defaults() -> None:
         "journal": None,
         "max_adaptive_retries": 2,
         "enable_overload_retargeting": False,
+        "uuid_representation": None,
+        "tz_aware": False,
+        "unicode_decode_error_handler": "strict",
+        "datetime_conversion": None,
     }
     actual = {f.name: getattr(options, f.name) for f in dataclasses.fields(options)}
     assert actual == expected

@@ -287,8 +287,10 @@ class ReplicaSet:
             if member.role == DOWN:
                 return
             was_primary = member.role == PRIMARY
-            member._go_down()
+            # DOWN before the process drops its connections: a client that sees its
+            # connection closed or refused then finds the member down, lock or not.
             member.role = DOWN
+            member._go_down()
             if was_primary:
                 self._schedule_election_locked(None)
             self._after_change_locked()

@@ -1,0 +1,23 @@
+"""The package's name and version, as the handshake and ``mongocore --version`` give them.
+
+A module of its own so that ``mongocore/__init__.py`` can import it before the modules
+that read these values back from the package.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+__all__ = ["DRIVER_NAME", "__version__", "version", "version_tuple"]
+
+__version__ = "0.1.0"
+
+DRIVER_NAME = "mongocore"
+
+#: pymongo's spelling of the version string.
+version = __version__
+
+#: The version as a tuple, ``(0, 1, 0)``; a pre-release part stays a string.
+version_tuple: tuple[Union[int, str], ...] = tuple(
+    int(part) if part.isdigit() else part for part in __version__.split(".")
+)

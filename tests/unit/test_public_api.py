@@ -1,0 +1,317 @@
+"""The public names: ``from mongocore import ...`` gives what ``from pymongo import ...``
+gives, for what mongocore covers, with pymongo's signatures and values; importing the
+package stays cheap."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+from typing import Any
+
+import pymongo
+import pymongo.operations
+import pytest
+from bson.codec_options import TypeRegistry
+from bson.son import SON
+from pymongo.collation import Collation
+
+import mongocore
+import mongocore.read_concern
+import mongocore.write_concern
+from mongocore.client import Client
+from mongocore.collection import (
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReadConcern,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+    WriteConcern,
+)
+from mongocore.cursor_type import CursorType, check_cursor_type
+from mongocore.errors import ConfigurationError
+from mongocore.mongo_client import MongoClient, seed_list
+from mongocore.read_preferences import Nearest, Secondary, SecondaryPreferred
+
+#: pymongo's top-level names mongocore leaves out on purpose (asyncio, the C extension
+#: flag, pymongo's wire version bounds and its timeout context manager).
+NOT_PROVIDED = {
+    "AsyncMongoClient",
+    "MAX_SUPPORTED_WIRE_VERSION",
+    "MIN_SUPPORTED_WIRE_VERSION",
+    "get_version_string",
+    "has_c",
+    "timeout",
+}
+#: mongocore's own names beside pymongo's.
+OWN_NAMES = {"Client", "DRIVER_NAME", "ReadConcern"}
+
+
+def test_all_is_pymongos_names_that_mongocore_covers() -> None:
+    assert set(mongocore.__all__) == (set(pymongo.__all__) - NOT_PROVIDED) | OWN_NAMES
+    for name in mongocore.__all__:
+        assert getattr(mongocore, name) is not None, name
+
+
+def test_star_import_gives_every_name() -> None:
+    namespace: dict[str, Any] = {}
+    exec("from mongocore import *", namespace)
+    assert set(mongocore.__all__) <= set(namespace)
+
+
+def test_constants_have_pymongos_values() -> None:
+    for name in ("ASCENDING", "DESCENDING", "GEO2D", "GEOSPHERE", "HASHED", "TEXT"):
+        assert getattr(mongocore, name) == getattr(pymongo, name), name
+    for name in ("NON_TAILABLE", "TAILABLE", "TAILABLE_AWAIT", "EXHAUST"):
+        assert getattr(mongocore.CursorType, name) == getattr(pymongo.CursorType, name), name
+    assert {m.name for m in mongocore.ReturnDocument} == {"BEFORE", "AFTER"}
+    assert mongocore.ReturnDocument.AFTER.value is pymongo.ReturnDocument.AFTER
+    assert mongocore.ReturnDocument.BEFORE.value is pymongo.ReturnDocument.BEFORE
+
+
+def test_version() -> None:
+    assert mongocore.version == mongocore.__version__
+    assert mongocore.version_tuple[:2] == tuple(
+        int(p) for p in mongocore.__version__.split(".")[:2]
+    )
+
+
+def test_concern_modules() -> None:
+    assert mongocore.WriteConcern is mongocore.write_concern.WriteConcern is WriteConcern
+    assert mongocore.read_concern.ReadConcern is ReadConcern
+    assert mongocore.ReadConcern is ReadConcern
+
+
+def test_errors_stay_in_their_module() -> None:
+    # As in pymongo: exceptions are imported from mongocore.errors, not the package.
+    assert "PyMongoError" not in mongocore.__all__
+    assert "OperationFailure" not in mongocore.__all__
+
+
+# --- cursor types ----------------------------------------------------------------------
+
+
+def test_only_non_tailable_cursors() -> None:
+    check_cursor_type(CursorType.NON_TAILABLE)
+    for name in ("TAILABLE", "TAILABLE_AWAIT", "EXHAUST"):
+        with pytest.raises(ConfigurationError, match=f"CursorType.{name} is not supported"):
+            check_cursor_type(getattr(CursorType, name))
+    for value in (1, "tailable", None, False):
+        with pytest.raises(ValueError, match="cursor_type"):
+            check_cursor_type(value)
+
+
+# --- write models: pymongo's signatures ------------------------------------------------
+
+MODELS = [
+    (InsertOne, pymongo.operations.InsertOne),
+    (UpdateOne, pymongo.operations.UpdateOne),
+    (UpdateMany, pymongo.operations.UpdateMany),
+    (ReplaceOne, pymongo.operations.ReplaceOne),
+    (DeleteOne, pymongo.operations.DeleteOne),
+    (DeleteMany, pymongo.operations.DeleteMany),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs"), MODELS)
+def test_write_model_signatures_match_pymongo(ours: type, theirs: type) -> None:
+    assert getattr(mongocore, ours.__name__) is ours
+
+    def shape(cls: type) -> list[tuple[str, Any]]:
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        return [(p.name, p.kind) for p in parameters]
+
+    assert shape(ours) == shape(theirs)
+    ours_defaults = [p.default for p in inspect.signature(ours.__init__).parameters.values()]
+    theirs_defaults = [p.default for p in inspect.signature(theirs.__init__).parameters.values()]
+    assert ours_defaults == theirs_defaults
+
+
+def test_positional_arguments_land_where_pymongos_do() -> None:
+    update = UpdateOne(
+        {"a": 1},
+        {"$set": {"b": 1}},
+        True,
+        {"locale": "fr"},
+        [{"x.y": 1}],
+        "a_1",
+        None,
+        {"c": -1},
+    )
+    assert update._statement() == {
+        "q": {"a": 1},
+        "u": {"$set": {"b": 1}},
+        "multi": False,
+        "upsert": True,
+        "arrayFilters": [{"x.y": 1}],
+        "hint": "a_1",
+        "collation": {"locale": "fr"},
+        "sort": {"c": -1},
+    }
+    many = UpdateMany({}, [{"$set": {"n": 1}}], None, None, None, [("n", 1)])
+    assert many._statement() == {
+        "q": {},
+        "u": [{"$set": {"n": 1}}],
+        "multi": True,
+        "upsert": False,
+        "hint": {"n": 1},
+    }
+    replace = ReplaceOne({"_id": 1}, {"n": 2}, False, None, "_id_", None, {"n": 1})
+    assert replace._statement() == {
+        "q": {"_id": 1},
+        "u": {"n": 2},
+        "multi": False,
+        "upsert": False,
+        "hint": "_id_",
+        "sort": {"n": 1},
+    }
+    delete = DeleteOne({"a": 1}, {"locale": "en"}, "a_1")
+    assert delete._statement() == {
+        "q": {"a": 1},
+        "limit": 1,
+        "hint": "a_1",
+        "collation": {"locale": "en"},
+    }
+    assert DeleteMany({"a": 1})._statement() == {"q": {"a": 1}, "limit": 0}
+
+
+def test_pymongo_collation_objects_are_taken() -> None:
+    statement = DeleteMany({}, collation=Collation("fr", strength=1))._statement()
+    assert statement["collation"] == {"locale": "fr", "strength": 1}
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: UpdateOne([], {"$set": {}}), TypeError, "filter"),
+        (lambda: DeleteOne("x"), TypeError, "filter"),
+        (lambda: UpdateOne({}, {"$set": {}}, upsert=1), TypeError, "upsert"),
+        (lambda: UpdateMany({}, {"$set": {}}, array_filters={}), TypeError, "array_filters"),
+        (lambda: InsertOne([("a", 1)]), TypeError, "document"),
+        (lambda: InsertOne({}, namespace="db.c"), ConfigurationError, "namespace"),
+        (lambda: DeleteMany({}, namespace="db.c"), ConfigurationError, "namespace"),
+        (lambda: ReplaceOne({}, {}, namespace="db.c"), ConfigurationError, "namespace"),
+    ],
+)
+def test_bad_write_model_arguments(build: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        build()
+
+
+# --- MongoClient -------------------------------------------------------------------------
+
+
+def test_mongo_client_is_a_client_with_pymongos_positional_parameters() -> None:
+    assert issubclass(MongoClient, Client)
+    assert mongocore.MongoClient is MongoClient
+    ours = list(inspect.signature(MongoClient.__init__).parameters)
+    theirs = list(inspect.signature(pymongo.MongoClient.__init__).parameters)
+    assert ours == theirs
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        (None, None, "localhost"),
+        (None, 27018, ["localhost:27018"]),
+        ("h", None, "h"),
+        ("h", 5, ["h:5"]),
+        ("h:1", 5, ["h:1"]),
+        ("h,g:2", 5, ["h:5", "g:2"]),
+        (["h", "g:2"], 5, ["h:5", "g:2"]),
+        (["h", "g:2"], None, ["h", "g:2"]),
+        ("[::1]", 5, ["[::1]:5"]),
+        ("[::1]:7", 5, ["[::1]:7"]),
+        ("/tmp/mongodb-27017.sock", 5, ["/tmp/mongodb-27017.sock"]),
+        ("mongodb://h,g:2/db?replicaSet=rs", None, "mongodb://h,g:2/db?replicaSet=rs"),
+        ("mongodb://h,g:2/db?replicaSet=rs", 5, "mongodb://h:5,g:2/db?replicaSet=rs"),
+        ("mongodb://u:p@h?w=1", 5, "mongodb://u:p@h:5?w=1"),
+        ("mongodb://h", 5, "mongodb://h:5"),
+    ],
+)
+def test_seed_list(host: Any, port: Any, expected: Any) -> None:
+    assert seed_list(host, port) == expected
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "error", "message"),
+    [
+        ("h", "27017", TypeError, "port"),
+        ("h", True, TypeError, "port"),
+        (5, None, TypeError, "host"),
+        ([b"h"], None, TypeError, "host"),
+        ([], None, ConfigurationError, "host"),
+        (["mongodb://h", "g"], 5, ConfigurationError, "connection string"),
+        ("mongodb+srv://h.example.com", 5, ConfigurationError, "mongodb\\+srv"),
+    ],
+)
+def test_seed_list_errors(host: Any, port: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        seed_list(host, port)
+
+
+NOWHERE = "mongodb://127.0.0.1:1/?connectTimeoutMS=100&serverSelectionTimeoutMS=100"
+
+
+def test_read_preference_objects_become_client_options() -> None:
+    rp = SecondaryPreferred(tag_sets=[{"dc": "ny"}], max_staleness=120)
+    with MongoClient(NOWHERE, read_preference=rp, connect=False) as client:
+        assert client.read_preference == rp
+        assert type(client.read_preference) is SecondaryPreferred
+        assert client["db"].read_preference == rp
+    with MongoClient(NOWHERE, readPreference=mongocore.ReadPreference.NEAREST) as client:
+        assert client.read_preference == Nearest()
+    # A mode name is a plain option, and the client shows it in pymongo's shape too.
+    with MongoClient(NOWHERE, readPreference="secondary") as client:
+        assert (
+            repr(client.read_preference) == "Secondary(tag_sets=None, max_staleness=-1, hedge=None)"
+        )
+    # The object replaces what the connection string says.
+    uri = NOWHERE + "&readPreference=nearest&readPreferenceTags=dc:sf&maxStalenessSeconds=200"
+    with MongoClient(uri, read_preference=Secondary()) as client:
+        assert client.read_preference == Secondary()
+
+
+def test_the_client_takes_read_preference_objects_too() -> None:
+    rp = Secondary([{"dc": "ny"}], max_staleness=100)
+    with Client(NOWHERE, read_preference=rp) as client:
+        assert client.read_preference == rp
+    with Client(NOWHERE, readPreference="nearest") as client:
+        assert client.read_preference == Nearest()
+
+
+def test_read_preference_object_with_its_parts_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="readPreferenceTags"):
+        MongoClient(NOWHERE, read_preference=Secondary(), readPreferenceTags=[{"dc": "ny"}])
+    with pytest.raises(ConfigurationError, match="max_staleness_seconds"):
+        Client(NOWHERE, readPreference=Secondary(), max_staleness_seconds=100)
+
+
+def test_codec_parameters_reach_the_client() -> None:
+    registry = TypeRegistry()
+    with MongoClient(NOWHERE, None, SON, True, False, registry) as client:
+        assert client.codec_options.document_class is SON
+        assert client.codec_options.tz_aware is True
+        assert client.codec_options.type_registry is registry
+
+
+def test_connect_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="connect"):
+        MongoClient(NOWHERE, connect="yes")  # type: ignore[arg-type]
+
+
+# --- import cost -------------------------------------------------------------------------
+
+
+def test_importing_mongocore_stays_cheap() -> None:
+    code = "import mongocore, sys; print('\\n'.join(sorted(sys.modules)))"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    loaded = set(result.stdout.split())
+    assert "mongocore.client" in loaded  # the check sees what the package imports
+    for heavy in ("mongocore.sim", "mongocore.cli", "mongocore.cli_view", "rich", "mongomock"):
+        assert heavy not in loaded, heavy
+        assert not any(name.startswith(heavy + ".") for name in loaded), heavy
