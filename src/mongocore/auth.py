@@ -540,7 +540,9 @@ class Authenticator:
 
     def _command(self, conn: Connection, mechanism: str, command: dict[str, Any]) -> dict[str, Any]:
         source = self.credentials.source
-        # Authentication is part of establishing the connection: connectTimeoutMS bounds it.
+        # Authentication is part of establishing the connection: while connect() runs,
+        # the connection ends every exchange by connectTimeoutMS's one deadline for the
+        # whole establishment, whatever timeout is given here.
         reply = conn.command(source, command, check=False, timeout=conn.settings.connect_timeout)
         if reply.get("ok") != 1:
             code = reply.get("code")

@@ -26,6 +26,7 @@ from mongocore.address import Address
 from mongocore.auth import authenticator_for, in_authentication
 from mongocore.client_info import DeploymentInfo
 from mongocore.collection import CommandCursor, Database, ReadConcern, WriteConcern
+from mongocore.command_log import command_log_listeners
 from mongocore.description.topology import TopologyDescription
 from mongocore.description.types import TopologyType
 from mongocore.driver_info import DriverInfo, DriverInfoList
@@ -112,6 +113,7 @@ class Client(DeploymentInfo):
                 *event_listeners,
                 *topology_log_listeners(),
                 *connection_log_listeners(topology_id),
+                *command_log_listeners(topology_id),
             ]
         )
         self._srv_poller: Optional[SrvPoller] = None

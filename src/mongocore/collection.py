@@ -121,6 +121,8 @@ class WriteConcern:
             raise ConfigurationError(f"w must be non-negative, not {w}")
         if w == 0 and j:
             raise ConfigurationError("w=0 cannot be combined with j=True")
+        if wtimeout is not None and wtimeout < 0:
+            raise ConfigurationError(f"wtimeout must be non-negative, not {wtimeout}")
         document: Document = {}
         if w is not None:
             document["w"] = w
@@ -915,6 +917,61 @@ class Database(_Target):
         )
         return reply if options is None else codec.decode_document(reply, options)
 
+    def cursor_command(  # noqa: PLR0917 - positional as pymongo's
+        self,
+        command: Union[str, Mapping[str, Any]],
+        value: Any = 1,
+        read_preference: Optional[ReadPreference] = None,
+        codec_options: Optional[AnyCodecOptions] = None,
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        max_await_time_ms: Optional[int] = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
+    ) -> CommandCursor:
+        """Run a command that returns a cursor, as it is, and iterate its cursor
+        (RunCommand spec, "RunCursorCommand"): never retried, read preference primary
+        unless one is given, none of the database's options applied.
+
+        ``comment`` and ``max_await_time_ms`` (as ``maxTimeMS``) go on the cursor's
+        getMores; the returned cursor's ``batch_size()`` sets theirs. A reply without
+        a cursor raises InvalidOperation."""
+        document: Document = (
+            {command: value, **kwargs} if isinstance(command, str) else {**command, **kwargs}
+        )
+        name = str(next(iter(document), "command"))
+        owned = session is None
+        use = self._session(session)
+        try:
+            outcome = self._read(
+                self._name,
+                name,
+                lambda ctx: Command(dict(document)),
+                use,
+                read_preference=read_preference or ReadPreference(Mode.PRIMARY),
+                timeout_ms=timeout_ms,
+                retryable=False,
+                read_concern=False,
+            )
+            if not isinstance(outcome.reply.get("cursor"), Mapping):
+                raise InvalidOperation(f"the {name} command does not return a cursor")
+        except BaseException:
+            if owned:
+                use.end_session()
+            raise
+        cursor = CommandCursor.from_reply(
+            self._client,
+            outcome,
+            use if owned else None,
+            use,
+            None,
+            codec_options=codec_options,
+            namespace=_command_namespace(self._name, document),
+        )
+        cursor._get_more_options = _options(comment=comment, maxTimeMS=max_await_time_ms)
+        return cursor
+
     def list_collections(
         self,
         session: Optional[ClientSession] = None,
@@ -1256,10 +1313,18 @@ class Collection(_Target):
         session: Optional[ClientSession] = None,
         timeout_ms: Optional[float] = None,
         comment: Any = None,
+        sort: Optional[Mapping[str, Any]] = None,
     ) -> UpdateResult:
-        """Update the first document matching ``filter`` (a retryable write)."""
+        """Update the first document matching ``filter`` (a retryable write); with
+        ``sort`` (MongoDB 8.0+), the first in that order."""
         model = UpdateOne(
-            filter, update, upsert, array_filters=array_filters, hint=hint, collation=collation
+            filter,
+            update,
+            upsert,
+            array_filters=array_filters,
+            hint=hint,
+            collation=collation,
+            sort=sort,
         )
         return self._update(
             model,
@@ -1311,9 +1376,11 @@ class Collection(_Target):
         session: Optional[ClientSession] = None,
         timeout_ms: Optional[float] = None,
         comment: Any = None,
+        sort: Optional[Mapping[str, Any]] = None,
     ) -> UpdateResult:
-        """Replace the first document matching ``filter`` (a retryable write)."""
-        model = ReplaceOne(filter, replacement, upsert, hint=hint, collation=collation)
+        """Replace the first document matching ``filter`` (a retryable write); with
+        ``sort`` (MongoDB 8.0+), the first in that order."""
+        model = ReplaceOne(filter, replacement, upsert, hint=hint, collation=collation, sort=sort)
         return self._update(
             model,
             bypass_document_validation=bypass_document_validation,
@@ -1502,7 +1569,8 @@ class Collection(_Target):
                 use.end_session()
         _raise_write_concern_error(reply)
         value = reply.get("value")
-        if not isinstance(value, Mapping):
+        if not isinstance(value, Mapping) or not write_concern.acknowledged:
+            # An unacknowledged (w=0) write's outcome is unknown, as pymongo has it.
             return None
         if self._decoding is None:
             return dict(value)
@@ -2263,7 +2331,7 @@ def _aggregate(
             body["writeConcern"] = write_concern.document
         return Command(body)
 
-    return _run_cursor_command(
+    cursor = _run_cursor_command(
         scope,
         database,
         "aggregate",
@@ -2276,6 +2344,10 @@ def _aggregate(
         read_concern=True,
         write=writes,
     )
+    if "comment" in fields:
+        # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there).
+        cursor._get_more_options = {"comment": fields["comment"]}
+    return cursor
 
 
 def _camel(name: str) -> str:
@@ -2396,6 +2468,8 @@ class _CursorBase:
         self._started = False
         self._timeout_ms: Optional[float] = None
         self._operation_id: Optional[int] = None
+        #: Fields every getMore carries (cursor_command's comment and maxTimeMS).
+        self._get_more_options: Document = {}
         #: Non-default codec options the batches are decoded with (None: as they come).
         self._decoding: Optional[AnyCodecOptions] = None
 
@@ -2540,6 +2614,7 @@ class _CursorBase:
             body: Document = {"getMore": cursor_id, "collection": coll}
             if batch_size:
                 body["batchSize"] = int(batch_size)
+            body.update(self._get_more_options)
             return Command(body)
 
         op = Operation(
@@ -2840,7 +2915,9 @@ class Cursor(FindModifiers, _CursorBase):
         if self._single_batch:
             batch_size = None  # one batch of up to ``limit`` documents
         elif limit and batch_size:
-            batch_size = min(batch_size, limit)
+            # A batch of exactly ``limit`` would leave the server cursor open for one
+            # more (empty) getMore: ask for one more so the first batch closes it.
+            batch_size = limit + 1 if batch_size == limit else min(batch_size, limit)
         body: Document = {"find": self._collection.name, "filter": self._filter}
         if self._sort is not None:
             body["sort"] = self._sort

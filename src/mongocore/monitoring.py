@@ -12,13 +12,13 @@ identifier; "Security": sensitive commands are redacted). Every attempt of an
 operation is one command here, with its own requestId; the attempts of one
 operation, and the batches of one bulk write, share an operationId.
 
-The same records go to the ``mongocore.command`` logger at DEBUG level.
+The log messages of commands (the ``mongocore.command`` logger) are built from these
+events by :mod:`mongocore.command_log`.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -101,8 +101,6 @@ __all__ = [
     "run_command",
 ]
 
-_log = logging.getLogger("mongocore.command")
-
 #: Commands whose documents and replies never appear in events ("Security").
 SENSITIVE_COMMANDS = frozenset(
     {
@@ -164,6 +162,20 @@ def _event_command(
     return document
 
 
+def _event_reply(
+    command: Mapping[str, Any], reply: dict[str, Any], sensitive: bool
+) -> Mapping[str, Any]:
+    """The succeeded event's reply: ``{}`` for a sensitive command ("Security"), and
+    ``{ok: 1}`` for an unacknowledged write ("Unacknowledged/Acknowledged Writes"),
+    whatever the server answered (mongocore reads the reply of a w:0 write)."""
+    if sensitive:
+        return {}
+    concern = command.get("writeConcern")
+    if isinstance(concern, Mapping) and concern.get("w") == 0:
+        return {"ok": 1}
+    return reply
+
+
 def run_command(
     connection: Connection,
     database: str,
@@ -174,8 +186,13 @@ def run_command(
     sequences: Optional[Mapping[str, Sequence[Any]]] = None,
     event_sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
     timeout: Union[float, EllipsisType, None] = ...,
+    deadline: Optional[float] = None,
 ) -> dict[str, Any]:
     """Run ``command`` on ``connection`` and publish its command events.
+
+    ``timeout`` and ``deadline`` are :meth:`Connection.command`'s: the first bounds
+    sending the message and reading the whole reply, each; the second (the end of the
+    operation's timeoutMS, a ``time.monotonic()`` value) bounds the exchange as a whole.
 
     ``sequences`` go on the wire as OP_MSG document sequences (documents or their
     BSON bytes); ``event_sequences``, if given, are the same documents decoded, for
@@ -190,7 +207,7 @@ def run_command(
         operation_id = request_id
     address = connection.address
     common: dict[str, Any] = {}
-    if listeners or _log.isEnabledFor(logging.DEBUG):
+    if listeners:
         common = {
             "database_name": database,
             "command_name": name,
@@ -211,7 +228,6 @@ def run_command(
             )
         )
         event = CommandStartedEvent(command=shown, **common)
-        _log.debug("command started: %s %s.%s (request %d)", name, address, database, request_id)
         if listeners:
             publisher.publish(listeners, "started", event)
     started = time.perf_counter()
@@ -223,6 +239,7 @@ def run_command(
             timeout=timeout,
             check=False,
             request_id=request_id,  # the events' requestId is the message's
+            deadline=deadline,
         )
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)
@@ -230,14 +247,6 @@ def run_command(
         if common:
             duration = time.perf_counter() - started
             failure = redacted_failure(exc) if sensitive else exc
-            _log.debug(
-                "command failed: %s on %s (request %d) in %.6fs: %s",
-                name,
-                address,
-                request_id,
-                duration,
-                failure,
-            )
             if listeners:
                 publisher.publish(
                     listeners,
@@ -247,15 +256,12 @@ def run_command(
         raise
     if common:
         duration = time.perf_counter() - started
-        _log.debug(
-            "command succeeded: %s on %s (request %d) in %.6fs", name, address, request_id, duration
-        )
         if listeners:
             publisher.publish(
                 listeners,
                 "succeeded",
                 CommandSucceededEvent(
-                    duration=duration, reply={} if sensitive else reply, **common
+                    duration=duration, reply=_event_reply(command, reply, sensitive), **common
                 ),
             )
     return reply

@@ -773,6 +773,8 @@ class Executor:
             sequences=command.sequences,
             event_sequences=command.event_sequences,
             timeout=timeout,
+            # timeoutMS ends the reading of the reply too, not only the wait for a byte.
+            deadline=deadline,
         )
         self._gossip(session, reply)
         error = write_concern_error_from_reply(reply)

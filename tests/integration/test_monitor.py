@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import queue
 import socket
 import struct
@@ -54,8 +55,14 @@ class Target:
     def __init__(self, on_report: Optional[Callable[[ServerDescription], None]] = None) -> None:
         self.reports: queue.Queue[ServerDescription] = queue.Queue()
         self._on_report = on_report
+        #: The descriptions reported with interrupt_in_use_connections (timeouts).
+        self.interrupting: list[ServerDescription] = []
 
-    def on_server_check(self, description: ServerDescription) -> None:
+    def on_server_check(
+        self, description: ServerDescription, *, interrupt_in_use_connections: bool = False
+    ) -> None:
+        if interrupt_in_use_connections:
+            self.interrupting.append(description)
         self.reports.put(description)
         if self._on_report is not None:
             self._on_report(description)
@@ -439,6 +446,8 @@ def test_hostile_servers_give_unknown_with_a_readable_error(
     unknown = target.next()
     assert unknown.type is ServerType.UNKNOWN
     assert expected in (unknown.error or ""), unknown.error
+    # Only a timeout clears the pool interrupting the connections in use.
+    assert any(d is unknown for d in target.interrupting) == (expected == "timed out")
     events = heartbeats.wait_for(2)
     assert isinstance(events[1], ServerHeartbeatFailedEvent)
     if expected == "timed out":
@@ -449,8 +458,11 @@ def test_hostile_servers_give_unknown_with_a_readable_error(
 
 
 def test_a_failing_target_does_not_stop_the_monitor(
-    hello_server: MockupDB, start_monitor: MonitorFactory
+    hello_server: MockupDB, start_monitor: MonitorFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Catches a monitor that only logs (at DEBUG) an outcome its topology could not
+    take: the topology would keep its last description for good. The failure is
+    logged at ERROR with its traceback and the server reported Unknown with it."""
     calls: list[ServerDescription] = []
 
     def explode(description: ServerDescription) -> None:
@@ -458,10 +470,51 @@ def test_a_failing_target_does_not_stop_the_monitor(
         if len(calls) == 1:
             raise RuntimeError("topology bug")
 
-    monitor, target, _ = start_monitor(address_of(hello_server), target=Target(explode))
-    target.next()
+    with caplog.at_level(logging.ERROR, logger="mongocore.monitor"):
+        monitor, target, _ = start_monitor(address_of(hello_server), target=Target(explode))
+        assert target.next().type is ServerType.STANDALONE
+        unknown = target.next()
+    assert unknown.type is ServerType.UNKNOWN
+    assert "could not be applied" in (unknown.error or "") and "topology bug" in (
+        unknown.error or ""
+    )
+    records = [r for r in caplog.records if r.name == "mongocore.monitor"]
+    assert records and records[0].levelno == logging.ERROR and records[0].exc_info is not None
     monitor.request_check()
     assert target.next().type is ServerType.STANDALONE
+
+
+def test_a_bug_in_the_check_is_logged_loudly_and_reports_unknown(
+    hello_server: MockupDB, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Catches a monitor loop whose catch-all logs at DEBUG and leaves the topology on
+    the last description: the error is logged at ERROR with its traceback, the server
+    reported Unknown with it, and monitoring goes on."""
+    target = Target()
+    monitor = Monitor(address_of(hello_server), target, settings())
+    real_check = monitor._check
+    failures = iter([RuntimeError("check bug")])
+
+    def check_with_a_bug(previous: ServerDescription) -> Any:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return real_check(previous)
+
+    monitor._check = check_with_a_bug  # type: ignore[method-assign]
+    try:
+        with caplog.at_level(logging.ERROR, logger="mongocore.monitor"):
+            monitor.open()
+            unknown = target.next()
+        assert unknown.type is ServerType.UNKNOWN
+        assert "internal error in the monitor" in (unknown.error or "")
+        assert "check bug" in (unknown.error or "")
+        errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert errors and errors[0].exc_info is not None
+        monitor.request_check()
+        assert target.next().type is ServerType.STANDALONE
+    finally:
+        monitor.close()
 
 
 # --- closing -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ gives an Unknown description whose error says why.
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 from bson import DatetimeMS, ObjectId
@@ -95,7 +95,7 @@ def test_last_write_date_in_seconds_since_the_epoch(value: Any, seconds: float) 
     ("reply", "fragment"),
     [
         (["ok", 1], "the reply is not a document"),
-        ({"ok": 1, "setName": 5}, "'setName' must be a string"),
+        ({"ok": 1, "setName": 5}, "'setName' must be a string, not int"),
         ({"ok": 1, "lastWrite": []}, "'lastWrite' must be a document"),
         ({"ok": 1, "lastWrite": {"lastWriteDate": "x"}}, "lastWriteDate must be a date, not str"),
         ({"ok": 1, "lastWrite": {"lastWriteDate": True}}, "lastWriteDate must be a date, not bool"),
@@ -104,12 +104,60 @@ def test_last_write_date_in_seconds_since_the_epoch(value: Any, seconds: float) 
         ({"ok": 1, "passives": "a"}, "'passives' must be an array of host names"),
         ({"ok": 1, "arbiters": "a"}, "'arbiters' must be an array of host names"),
         ({"ok": 1, "topologyVersion": 3}, "topologyVersion must be a document, not int"),
+        (
+            {"ok": 1, "topologyVersion": {"processId": "p", "counter": 1}},
+            "topologyVersion.processId must be an ObjectId, not str",
+        ),
+        (
+            {"ok": 1, "topologyVersion": {"processId": ObjectId(), "counter": "1"}},
+            "'topologyVersion.counter' must be an integer, not str '1'",
+        ),
+        (
+            {"ok": 1, "topologyVersion": {"processId": ObjectId()}},
+            "topologyVersion.counter is missing",
+        ),
+        (
+            {"ok": 1, "setName": "rs", "electionId": "7fffffff0000000000000001"},
+            "'electionId' must be an ObjectId, not str",
+        ),
+        (
+            {"ok": 1, "setName": "rs", "setVersion": "2"},
+            "'setVersion' must be an integer, not str '2'",
+        ),
+        ({"ok": 1, "setVersion": 1.5}, "'setVersion' must be an integer, not float 1.5"),
+        ({"ok": 1, "setVersion": True}, "'setVersion' must be an integer, not bool True"),
+        ({"ok": 1, "maxWireVersion": "21"}, "'maxWireVersion' must be an integer, not str '21'"),
+        ({"ok": 1, "minWireVersion": [0]}, "'minWireVersion' must be an integer, not list [0]"),
+        (
+            {"ok": 1, "logicalSessionTimeoutMinutes": {}},
+            "'logicalSessionTimeoutMinutes' must be an integer, not dict {}",
+        ),
+        ({"ok": 1, "hosts": ["a:1", 2]}, "'hosts' must be an array of host names, but holds a int"),
+        (
+            {"ok": 1, "hosts": [{"h": 1}]},
+            "'hosts' must be an array of host names, but holds a dict",
+        ),
+        ({"ok": 1, "hosts": ["a:x"]}, "'hosts' holds an invalid host: port must be an integer"),
+        ({"ok": 1, "me": 5}, "'me' must be a string, not int"),
+        ({"ok": 1, "primary": ["a"]}, "'primary' must be a string, not list"),
+        ({"ok": 1, "primary": "a:0"}, "'primary' is not a host name: port must be between"),
+        ({"ok": 1, "tags": {"dc": 1}}, "'tags' must hold strings, but 'dc' is a int"),
+        ({"ok": 1, "lastWrite": {"opTime": 5}}, "'opTime' must be a document, not int"),
+        ({"ok": 1, "setName": "rs", "secondary": "no"}, "'secondary' must be a boolean, not str"),
+        ({"ok": 1, "isWritablePrimary": {}}, None),  # no setName: the flag is not read
+        ({"ok": 1, "setName": "rs", "ismaster": []}, "'ismaster' must be a boolean, not list"),
+        ({"ok": 1, "serviceId": "x"}, "'serviceId' must be an ObjectId, not str"),
+        ({"ok": 1, "iscryptd": "yes"}, "'iscryptd' must be a boolean, not str"),
     ],
 )
-def test_hostile_fields_are_named_in_the_error(reply: Any, fragment: str) -> None:
+def test_hostile_fields_are_named_in_the_error(reply: Any, fragment: Optional[str]) -> None:
     sd = parse(reply, last_update_time=4.0)
+    if fragment is None:
+        assert sd.error is None and sd.type is ServerType.STANDALONE
+        return
     assert sd.type is ServerType.UNKNOWN and sd.address == A
-    assert sd.error == f"invalid hello reply from a:27017: {fragment}"
+    assert sd.error is not None
+    assert sd.error.startswith(f"invalid hello reply from a:27017: {fragment}")
     assert sd.last_update_time == 4.0
 
 

@@ -51,6 +51,9 @@ class FakePool:
         self.log = log
         self.generation = 0
         self.is_ready = False
+        #: interrupt_in_use_connections of each clear(), in order.
+        self.interrupts: list[bool] = []
+        self.closed_interrupting: Optional[bool] = None
 
     def generation_for(self, service_id: Optional[object]) -> int:
         return self.generation
@@ -69,9 +72,11 @@ class FakePool:
     ) -> None:
         self.generation += 1
         self.is_ready = False
+        self.interrupts.append(interrupt_in_use_connections)
         self.log.append(("clear", self.address))
 
-    def close(self) -> None:
+    def close(self, interrupt_in_use_connections: bool = False) -> None:
+        self.closed_interrupting = interrupt_in_use_connections
         self.log.append(("pool-close", self.address))
 
 
@@ -270,3 +275,31 @@ def test_load_balanced_topology_has_no_monitor_and_a_ready_pool() -> None:
         assert server.address == A
     finally:
         topology.close()
+
+
+def test_a_check_that_timed_out_clears_the_pool_interrupting_connections_in_use() -> None:
+    """Catches a topology that clears the pool without interruptInUseConnections after a
+    heartbeat timeout: operations blocked on a server that stopped answering would wait
+    for ever ("Network or command error during server check")."""
+    topology, parts = make()
+    try:
+        topology.on_server_check(ServerDescription.from_hello(A, primary(), 0.001))
+        pool = parts["pools"][A]
+        topology.on_server_check(ServerDescription.from_error(A, "connection refused"))
+        topology.on_server_check(ServerDescription.from_hello(A, primary(), 0.001))
+        topology.on_server_check(
+            ServerDescription.from_error(A, "timed out"), interrupt_in_use_connections=True
+        )
+        assert pool.interrupts == [False, True]
+        assert topology.description.servers[A].type is ServerType.UNKNOWN
+    finally:
+        topology.close()
+
+
+def test_close_interrupts_the_connections_in_use() -> None:
+    """Catches a client close that leaves operations in flight blocked on their sockets:
+    the pools are closed with their in-use connections."""
+    topology, parts = make()
+    topology.on_server_check(ServerDescription.from_hello(A, primary(), 0.001))
+    topology.close()
+    assert {pool.closed_interrupting for pool in parts["pools"].values()} == {True}

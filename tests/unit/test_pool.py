@@ -634,6 +634,52 @@ def test_close_while_establishing(make_pool: Callable[..., Pool[Conn]]) -> None:
     assert factory.made[0].close_reasons == ["poolClosed"]
 
 
+def test_close_interrupting_closes_in_use_connections_now(
+    make_pool: Callable[..., Pool[Conn]], recorder: Recorder
+) -> None:
+    """Catches a client close that leaves in-use connections open until checked in: an
+    operation blocked reading a reply from a silent server would never end."""
+    pool = make_pool()
+    a, b = pool.check_out(), pool.check_out()
+    pool.check_in(b)
+    pool.close(interrupt_in_use_connections=True)
+    assert a.close_reasons == ["poolClosed"] and b.close_reasons == ["poolClosed"]
+    assert pool.total_connection_count == 0
+    assert len(recorder.of(ConnectionClosedEvent)) == 2
+    pool.check_in(a)  # the operation ends: accepted, not closed or reported twice
+    assert a.close_reasons == ["poolClosed"]
+    assert len(recorder.of(ConnectionClosedEvent)) == 2
+    assert len(recorder.of(ConnectionCheckedInEvent)) == 2
+
+
+def test_close_interrupting_aborts_pending_connections(
+    make_pool: Callable[..., Pool[Conn]],
+) -> None:
+    class CancellableFactory(Factory):
+        def __call__(  # type: ignore[override]
+            self, address: Address, generation: int, connection_id: int, cancellation: Any
+        ) -> Conn:
+            return super().__call__(address, generation, connection_id)
+
+    factory = CancellableFactory(gated=True)
+    cancelled: list[bool] = []
+
+    class Cancellation:
+        def cancel(self) -> None:
+            cancelled.append(True)
+            factory.release()
+
+    pool = make_pool(factory, cancellation_factory=Cancellation)
+    pending = Checkout(pool)
+    pending.start()
+    factory.wait_entered(1)
+    pool.close(interrupt_in_use_connections=True)
+    pending.result()
+    assert cancelled == [True]
+    assert isinstance(pending.error, PoolClosedError)
+    assert factory.made[0].close_reasons == ["poolClosed"]
+
+
 # --- load balancer mode -------------------------------------------------------------
 
 
@@ -977,9 +1023,9 @@ class PoolMachine(RuleBasedStateMachine):
     def maintenance(self) -> None:
         self.pool.run_maintenance()
 
-    @rule()
-    def close(self) -> None:
-        self.pool.close()
+    @rule(interrupt=st.booleans())
+    def close(self, interrupt: bool) -> None:
+        self.pool.close(interrupt_in_use_connections=interrupt)
 
     @invariant()
     def books_balance(self) -> None:

@@ -17,6 +17,10 @@ from mongocore.address import DEFAULT_PORT, Address
 from mongocore.errors import ConfigurationError, InvalidURI
 from mongocore.uri import canonical_option_name, parse_uri, validate_option
 
+# The warnings these tests provoke are what they assert on (parsed.warnings); they
+# are not left for the run to report.
+pytestmark = pytest.mark.filterwarnings("ignore::mongocore.uri.UnknownOptionWarning")
+
 # --- structure -------------------------------------------------------------------
 
 

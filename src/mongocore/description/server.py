@@ -16,6 +16,17 @@ from typing import Any, NamedTuple, Optional
 from bson import DatetimeMS
 
 from mongocore.address import Address, parse_address
+from mongocore.description.hello_fields import (
+    document_field,
+    flag_field,
+    int_field,
+    object_id_field,
+    optional_int_field,
+    string_field,
+    string_list_field,
+    tags_field,
+    topology_version_fields,
+)
 from mongocore.description.types import DATA_BEARING, ServerType
 
 _EPOCH = datetime.datetime(1970, 1, 1)
@@ -37,9 +48,8 @@ class TopologyVersion(NamedTuple):
             return None
         if isinstance(document, TopologyVersion):
             return document
-        if not isinstance(document, (dict, Mapping)):
-            raise TypeError(f"topologyVersion must be a document, not {type(document).__name__}")
-        return cls(document["processId"], int(document["counter"]))
+        fields = topology_version_fields(document)
+        return None if fields is None else cls(*fields)
 
 
 def compare_topology_version(
@@ -53,9 +63,14 @@ def compare_topology_version(
         return -1
     if current.process_id is not new.process_id and current.process_id != new.process_id:
         return -1
-    if current.counter == new.counter:
-        return 0
-    return -1 if current.counter < new.counter else 1
+    try:
+        if current.counter == new.counter:
+            return 0
+        return -1 if current.counter < new.counter else 1
+    except TypeError:
+        # Counters that cannot be ordered (a TopologyVersion built by hand): like an
+        # unknown processId, assume the response is more recent.
+        return -1
 
 
 class ServerDescription:
@@ -310,18 +325,30 @@ _WRITABLE = frozenset(
 _READABLE = _WRITABLE | {ServerType.RS_SECONDARY}
 
 
-def _addresses(values: Any, field: str) -> frozenset[Address]:
+def _addresses(hello: Mapping[str, Any], field: str) -> frozenset[Address]:
+    values = string_list_field(hello, field)
     if values is None:
         return _EMPTY
-    if not isinstance(values, list):
-        raise TypeError(f"{field!r} must be an array of host names")
-    return _address_set(tuple(values))
+    try:
+        return _address_set(values)
+    except ValueError as exc:
+        raise ValueError(f"{field!r} holds an invalid host: {exc}") from None
 
 
 @lru_cache(maxsize=256)
-def _address_set(values: tuple[Any, ...]) -> frozenset[Address]:
+def _address_set(values: tuple[str, ...]) -> frozenset[Address]:
     # Members report the same list on every heartbeat: parse it once.
     return frozenset(parse_address(v.lower()) for v in values)
+
+
+def _address(hello: Mapping[str, Any], field: str) -> Optional[Address]:
+    value = string_field(hello, field)
+    if value is None:
+        return None
+    try:
+        return parse_address(value.lower())
+    except ValueError as exc:
+        raise ValueError(f"{field!r} is not a host name: {exc}") from None
 
 
 def _epoch_seconds(value: Any) -> Optional[float]:
@@ -347,6 +374,8 @@ def _parse_hello(
     min_round_trip_time: Optional[float],
     last_update_time: float,
 ) -> ServerDescription:
+    # Every field is read through a type check (hello_fields): a value of the wrong
+    # type raises, naming the field, and from_hello makes the server Unknown.
     if not isinstance(hello, (dict, Mapping)):  # dict first: the common, fast check
         raise TypeError("the reply is not a document")
     get = hello.get
@@ -357,26 +386,26 @@ def _parse_hello(
         message = get("errmsg") or "the hello reply does not have ok: 1"
         return cls(
             address,
-            error=f"{message} (ok={ok!r})",
+            error=f"{message!s:.500} (ok={ok!r:.40})",
             topology_version=topology_version,
             last_update_time=last_update_time,
         )
 
-    set_name = get("setName")
-    if get("isreplicaset"):
+    set_name = string_field(hello, "setName")
+    if flag_field(hello, "isreplicaset"):
         server_type = ServerType.RS_GHOST
     elif set_name is not None:
-        if not isinstance(set_name, str):
-            raise TypeError("'setName' must be a string")
         # isWritablePrimary first; legacy ismaster only when it is absent.
-        writable = get("isWritablePrimary") if "isWritablePrimary" in hello else get("ismaster")
-        if get("hidden"):
+        writable = flag_field(
+            hello, "isWritablePrimary" if "isWritablePrimary" in hello else "ismaster"
+        )
+        if flag_field(hello, "hidden"):
             server_type = ServerType.RS_OTHER
         elif writable:
             server_type = ServerType.RS_PRIMARY
-        elif get("secondary"):
+        elif flag_field(hello, "secondary"):
             server_type = ServerType.RS_SECONDARY
-        elif get("arbiterOnly"):
+        elif flag_field(hello, "arbiterOnly"):
             server_type = ServerType.RS_ARBITER
         else:
             server_type = ServerType.RS_OTHER
@@ -391,15 +420,9 @@ def _parse_hello(
         if not isinstance(last_write, (dict, Mapping)):
             raise TypeError("'lastWrite' must be a document")
         last_write_date = _epoch_seconds(last_write.get("lastWriteDate"))
-        op_time = last_write.get("opTime")
+        op_time = document_field(last_write, "opTime")
 
-    me = get("me")
-    primary = get("primary")
-    tags = get("tags")
-    if tags is not None and not isinstance(tags, (dict, Mapping)):
-        raise TypeError("'tags' must be a document")
-    set_version = get("setVersion")
-    lstm = get("logicalSessionTimeoutMinutes")
+    tags = tags_field(hello)
     sd = cls.__new__(cls)
     _build(
         sd,
@@ -411,22 +434,24 @@ def _parse_hello(
             "min_round_trip_time": min_round_trip_time,
             "last_write_date": last_write_date,
             "op_time": op_time,
-            "min_wire_version": int(get("minWireVersion", 0)),
-            "max_wire_version": int(get("maxWireVersion", 0)),
-            "me": parse_address(me.lower()) if me is not None else None,
-            "hosts": _addresses(get("hosts"), "hosts"),
-            "passives": _addresses(get("passives"), "passives"),
-            "arbiters": _addresses(get("arbiters"), "arbiters"),
-            "tags": dict(tags) if tags else _NO_TAGS,
+            "min_wire_version": int_field(hello, "minWireVersion", 0),
+            "max_wire_version": int_field(hello, "maxWireVersion", 0),
+            "me": _address(hello, "me"),
+            "hosts": _addresses(hello, "hosts"),
+            "passives": _addresses(hello, "passives"),
+            "arbiters": _addresses(hello, "arbiters"),
+            "tags": tags if tags is not None else _NO_TAGS,
             "set_name": set_name,
-            "election_id": get("electionId"),
-            "set_version": int(set_version) if set_version is not None else None,
-            "primary": parse_address(primary.lower()) if primary is not None else None,
+            "election_id": object_id_field(hello, "electionId"),
+            "set_version": optional_int_field(hello, "setVersion"),
+            "primary": _address(hello, "primary"),
             "last_update_time": last_update_time,
-            "logical_session_timeout_minutes": int(lstm) if lstm is not None else None,
+            "logical_session_timeout_minutes": optional_int_field(
+                hello, "logicalSessionTimeoutMinutes"
+            ),
             "topology_version": topology_version,
-            "iscryptd": bool(get("iscryptd", False)),
-            "service_id": get("serviceId"),
+            "iscryptd": flag_field(hello, "iscryptd"),
+            "service_id": object_id_field(hello, "serviceId"),
             "_eq_key": None,
         },
     )

@@ -353,20 +353,15 @@ class _Update:
 
         # Older servers: setVersion is compared before electionId.
         if set_version is not None and election_id is not None:
-            if (
-                self.max_set_version is not None
-                and self.max_election_id is not None
-                and (
-                    self.max_set_version > set_version
-                    or (self.max_set_version == set_version and self.max_election_id > election_id)
-                )
-            ):
-                self._mark_stale_primary(sd)
-                return False
+            if self.max_set_version is not None and self.max_election_id is not None:
+                by_version = _cmp_nullable(set_version, self.max_set_version)
+                if by_version < 0 or (
+                    by_version == 0 and _cmp_nullable(election_id, self.max_election_id) < 0
+                ):
+                    self._mark_stale_primary(sd)
+                    return False
             self.max_election_id = election_id
-        if set_version is not None and (
-            self.max_set_version is None or set_version > self.max_set_version
-        ):
+        if set_version is not None and _cmp_nullable(set_version, self.max_set_version) > 0:
             self.max_set_version = set_version
         return True
 
@@ -445,7 +440,19 @@ def apply(description: TopologyDescription, sd: ServerDescription) -> Transition
     if topology_type is not _T.LOAD_BALANCED:
         handler = _TABLE[topology_type].get(sd.type)
         if handler is not None:
-            handler(update, sd)
+            try:
+                handler(update, sd)
+            except Exception as exc:
+                # A description built by hand with values parsing never gives (a
+                # wire version that is not a number, ...): never let it wedge the
+                # topology. The server becomes Unknown, with the reason.
+                _log.error("cannot apply %r", sd, exc_info=True)
+                unknown = ServerDescription.from_error(
+                    sd.address,
+                    f"invalid server description: {type(exc).__name__}: {exc}",
+                    last_update_time=sd.last_update_time,
+                )
+                return apply(description, unknown)
     return update.transition(sd)
 
 
@@ -552,12 +559,21 @@ def _has_primary(
 
 
 def _cmp_nullable(a: Any, b: Any) -> int:
-    """Compare with null less than every value (the seed's electionId/setVersion rule)."""
+    """Compare with null less than every value (the seed's electionId/setVersion rule).
+
+    ``a`` is the reported value, ``b`` the stored maximum. Parsing guarantees the
+    types (ObjectId, int), but a description can be built by hand: values that
+    cannot be ordered against each other count ``a`` as newer, so a bad maximum is
+    replaced by the next primary rather than failing every later comparison.
+    """
     if a is None:
         return 0 if b is None else -1
     if b is None:
         return 1
-    return 1 if a > b else (-1 if a < b else 0)
+    try:
+        return 1 if a > b else (-1 if a < b else 0)
+    except TypeError:
+        return 1
 
 
 def _address_sort_key(address: Address) -> tuple[str, int]:

@@ -11,7 +11,7 @@ Establishing a connection (:func:`connect`):
 
 1. Open the socket: TCP to each address ``getaddrinfo`` returns, in order, until one
    connects (IPv4 and IPv6 alike), or a Unix domain socket when the address has no
-   port. ``connect_timeout`` bounds each attempt. TCP_NODELAY and SO_KEEPALIVE are set.
+   port. TCP_NODELAY and SO_KEEPALIVE are set.
    With an ``ssl_context`` the socket is wrapped in TLS: the server name is sent (SNI)
    and, unless the context says otherwise, the certificate must name the host.
 2. The handshake: legacy hello (``isMaster``) as OP_QUERY with ``helloOk: true`` and the
@@ -20,10 +20,20 @@ Establishing a connection (:func:`connect`):
    authenticator may add ``saslSupportedMechs`` and ``speculativeAuthenticate``. The
    reply is the connection's own: its wire version, its size limits, its server-side
    connectionId, the compressor to use and, behind a load balancer, its serviceId.
-   The handshake runs under ``connect_timeout`` too (only latency matters for it).
 3. Authentication: the ``authenticate`` hook of :func:`connect` (see
    :mod:`mongocore.auth`). Monitoring connections never authenticate. An error raised
    there is marked (:func:`in_authentication`) for SDAM's error handling.
+
+``connect_timeout`` is one deadline for all three steps together (every address
+tried, the TLS handshake, hello, every authentication command): a server that answers
+slowly but never stops answering cannot hold establishment longer.
+
+Timeouts are deadlines (see :mod:`mongocore.io.deadlines`): a command's ``timeout``
+bounds sending its message and, separately, reading its whole reply, and its
+``deadline`` (the operation's timeoutMS) bounds both. A reply's header may claim at
+most the server's maxMessageSizeBytes (capped to 48,000,000) plus a small overhead;
+more is a ProtocolError before any of the body is read, and the body's buffer grows
+only as its bytes arrive.
 
 After the handshake, every message is compressed with the negotiated compressor
 except hello and the authentication commands; replies are decompressed whatever
@@ -75,6 +85,13 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
+from mongocore.io.deadlines import (
+    deadline_after,
+    earliest,
+    recv_exactly,
+    send_all,
+    tls_handshake,
+)
 from mongocore.tls import ssl_context_for
 from mongocore.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
@@ -87,12 +104,14 @@ from mongocore.wire import (
     OpMsg,
     OpReply,
     SizeLimits,
+    bounded_max_message_size,
     check_header,
     decode_body,
     encode_handshake_query,
     encode_op_compressed,
     encode_op_msg,
     encode_op_query,
+    max_reply_size,
     next_request_id,
     unpack_header,
 )
@@ -141,11 +160,12 @@ _INT32_MAX = 2**31 - 1
 class ConnectionSettings:
     """How to open and handshake a connection. Times are in seconds; None = no limit.
 
-    ``connect_timeout`` bounds opening the socket (each address tried), the TLS and
-    MongoDB handshakes and authentication; ``socket_timeout`` is the default for every
-    later read and write (monitoring connections use ``connect_timeout`` instead, as
-    server-monitoring asks). ``ssl_context`` turns TLS on; ``server_hostname``, if set,
-    replaces the address's host for SNI and certificate matching. ``compressors`` are
+    ``connect_timeout`` is one deadline for opening the socket (every address tried),
+    the TLS and MongoDB handshakes and authentication together; ``socket_timeout`` is
+    the default bound on sending each later message and on reading each whole reply
+    (monitoring connections use ``connect_timeout`` instead, as server-monitoring
+    asks). ``ssl_context`` turns TLS on; ``server_hostname``, if set, replaces the
+    address's host for SNI and certificate matching. ``compressors`` are
     offered in the handshake in this order (each must be available here);
     ``zlib_compression_level`` applies to what is sent with zlib.
     """
@@ -515,7 +535,8 @@ class Connection:
         self._settings = settings
         # Monitoring sockets read with connectTimeoutMS ("Socket timeout for monitoring").
         self._default_timeout = settings.connect_timeout if monitoring else settings.socket_timeout
-        self._current_timeout: Optional[float] = -1.0  # never a real value: set on first use
+        #: Set by connect() while establishing: every exchange ends by then.
+        self._establishment_deadline: Optional[float] = None
         self._lock = threading.Lock()
         self._closed = False
         self._close_reason: Optional[str] = None
@@ -648,10 +669,13 @@ class Connection:
             max_wire = _int_field(reply, "maxWireVersion", 0)
             limits = SizeLimits(
                 _int_field(reply, "maxBsonObjectSize", DEFAULT_MAX_BSON_OBJECT_SIZE),
-                _int_field(reply, "maxMessageSizeBytes", DEFAULT_MAX_MESSAGE_SIZE_BYTES),
+                # Capped, so a hostile announcement cannot license gigabyte replies.
+                bounded_max_message_size(
+                    _int_field(reply, "maxMessageSizeBytes", DEFAULT_MAX_MESSAGE_SIZE_BYTES)
+                ),
                 _int_field(reply, "maxWriteBatchSize", DEFAULT_MAX_WRITE_BATCH_SIZE),
             )
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ProtocolError(
                 f"invalid handshake reply from {self.address}: {exc}", address=self.address
             ) from exc
@@ -687,14 +711,17 @@ class Connection:
         check: bool = True,
         exhaust_allowed: bool = False,
         request_id: Optional[int] = None,
+        deadline: Optional[float] = None,
     ) -> dict[str, Any]:
         """Run one command and return its reply.
 
         Adds ``$db`` to ``command`` and sends it as OP_MSG, with each entry of
         ``sequences`` as a document sequence (kind 1 section). Size limits of this
         connection's server are checked before anything is sent (DocumentTooLarge).
-        ``timeout`` (seconds, None = none) bounds sending and reading; by default the
-        settings' socket timeout applies. With ``exhaust_allowed`` the server may stream
+        ``timeout`` (seconds, None = none) bounds sending the message, and then reading
+        the whole reply; by default the settings' socket timeout applies. ``deadline``
+        (a ``time.monotonic()`` value, e.g. the end of the operation's timeoutMS) bounds
+        both together. With ``exhaust_allowed`` the server may stream
         further replies (see :meth:`more_to_come` and :meth:`receive`).
 
         ``check``: raise OperationFailure for a reply without ``ok: 1`` (the connection
@@ -740,7 +767,7 @@ class Connection:
         if self._compressor is not None and is_compressible(next(iter(command), "")):
             data = encode_op_compressed(data, self._compressor)
         effective = self._default_timeout if timeout is ... else timeout
-        header, message = self._exchange(data, request_id, effective)
+        header, message = self._exchange(data, request_id, effective, deadline)
         reply = self._unpack_reply(
             header,
             message,
@@ -757,7 +784,8 @@ class Connection:
         return self._more_to_come
 
     def receive(self, timeout: Optional[float]) -> dict[str, Any]:
-        """Read the next reply of a stream (after a reply with moreToCome).
+        """Read the next reply of a stream (after a reply with moreToCome); ``timeout``
+        bounds reading the whole reply.
 
         The reply is returned as is (no ``ok`` check); errors close the connection as
         in :meth:`command`.
@@ -773,37 +801,45 @@ class Connection:
     # --- I/O -----------------------------------------------------------------------------
 
     def _exchange(
-        self, data: Optional[bytes], request_id: int, timeout: Optional[float]
+        self,
+        data: Optional[bytes],
+        request_id: int,
+        timeout: Optional[float],
+        deadline: Optional[float] = None,
     ) -> tuple[MsgHeader, Any]:
-        """Send ``data`` (if any) and read one message; every failure closes."""
-        if timeout is not None and timeout <= 0:
+        """Send ``data`` (if any) and read one message; every failure closes.
+
+        ``timeout`` bounds the sending, then the reading of the whole reply; ``deadline``
+        (and, while establishing, the establishment deadline) bounds everything.
+        """
+        deadline = earliest(deadline, self._establishment_deadline)
+        now = time.monotonic()
+        if (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now):
             # Nothing is sent: the connection stays as it was.
             raise NetworkTimeout(
                 f"no time left for an operation on connection {self._id} to {self.address}",
                 address=self.address,
             )
+        step = "sending a message"
+        limit = earliest(deadline_after(timeout, now), deadline)
         self._begin_io()
         try:
             sock = self._sock
-            if timeout != self._current_timeout:
-                sock.settimeout(timeout)
-                self._current_timeout = timeout
             if data is not None:
-                sock.sendall(data)
-            raw_header = self._recv_exactly(HEADER_SIZE)
+                send_all(sock, data, limit)
+            step = "reading a reply"
+            limit = earliest(deadline_after(timeout), deadline)
+            raw_header = self._recv_exactly(HEADER_SIZE, limit)
             header = unpack_header(raw_header)
-            check_header(header, self.limits.max_message_size_bytes)
-            body = self._recv_exactly(header.message_length - HEADER_SIZE)
-            message = decode_body(
-                header,
-                body,
-                raw_header=raw_header,
-                max_message_size=self.limits.max_message_size_bytes,
-            )
+            max_size = max_reply_size(self.limits.max_message_size_bytes)
+            check_header(header, max_size)
+            body = self._recv_exactly(header.message_length - HEADER_SIZE, limit)
+            message = decode_body(header, body, raw_header=raw_header, max_message_size=max_size)
         except socket.timeout as exc:
             self.close("error")
             raise NetworkTimeout(
-                f"timed out after {timeout}s waiting for {self.address} (connection {self._id})",
+                f"timed out {step} on connection {self._id} to {self.address}:"
+                f" {self._what_ran_out(timeout, limit, deadline)}",
                 address=self.address,
             ) from exc
         except OSError as exc:
@@ -826,6 +862,18 @@ class Connection:
             self._end_io()
         return header, message
 
+    def _what_ran_out(
+        self, timeout: Optional[float], limit: Optional[float], deadline: Optional[float]
+    ) -> str:
+        if limit is not None and limit == deadline:
+            if deadline == self._establishment_deadline:
+                return (
+                    f"connectTimeoutMS ({self._settings.connect_timeout}s) for establishing"
+                    " the connection passed"
+                )
+            return "the operation's deadline (timeoutMS) passed"
+        return f"not done within {timeout}s"
+
     def _network_error(self, detail: str) -> NetworkError:
         if self._close_reason not in (None, "error"):
             detail = f"the connection was closed ({self._close_reason}) while in use"
@@ -833,20 +881,18 @@ class Connection:
             f"connection {self._id} to {self.address} failed: {detail}", address=self.address
         )
 
-    def _recv_exactly(self, size: int) -> memoryview:
-        buffer = memoryview(bytearray(size))
-        received = 0
-        recv_into = self._sock.recv_into
-        while received < size:
-            count = recv_into(buffer[received:], size - received)
-            if not count:
-                if self._closed:
-                    raise NetworkError(f"closed ({self._close_reason}) during a read")
-                raise NetworkError(
-                    f"the server closed the connection after {received} of {size} bytes"
-                    f" of a {'header' if size == HEADER_SIZE else 'message'}"
-                )
-            received += count
+    def _recv_exactly(self, size: int, deadline: Optional[float]) -> memoryview:
+        if not size:
+            return memoryview(b"")
+        buffer = recv_exactly(self._sock, size, deadline)
+        received = len(buffer)
+        if received < size:
+            if self._closed:
+                raise NetworkError(f"closed ({self._close_reason}) during a read")
+            raise NetworkError(
+                f"the server closed the connection after {received} of {size} bytes"
+                f" of a {'header' if size == HEADER_SIZE else 'message'}"
+            )
         return buffer
 
     def _unpack_reply(
@@ -926,8 +972,12 @@ def _optional_int(value: Any) -> Optional[int]:
 
 
 def _open_socket(
-    address: Address, settings: ConnectionSettings, cancellation: Optional[Cancellation]
+    address: Address,
+    settings: ConnectionSettings,
+    cancellation: Optional[Cancellation],
+    deadline: Optional[float] = None,
 ) -> socket.socket:
+    """Connect to the first address that answers, all attempts before ``deadline``."""
     timeout = settings.connect_timeout
     if address.port is None:
         if not hasattr(socket, "AF_UNIX"):
@@ -935,7 +985,7 @@ def _open_socket(
                 f"{address} is a Unix domain socket, which this platform does not support"
             )
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        return _connect_one(sock, address.host, address, timeout, cancellation)
+        return _connect_one(sock, address.host, address, timeout, cancellation, deadline=deadline)
     try:
         infos = socket.getaddrinfo(address.host, address.port, 0, socket.SOCK_STREAM)
     except OSError as exc:  # socket.gaierror
@@ -950,7 +1000,7 @@ def _open_socket(
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            return _connect_one(sock, sockaddr, address, timeout, cancellation)
+            return _connect_one(sock, sockaddr, address, timeout, cancellation, deadline=deadline)
         except NetworkError as exc:
             last = exc
             if cancellation is not None and cancellation.cancelled:
@@ -969,11 +1019,19 @@ def _connect_one(
     address: Address,
     timeout: Optional[float],
     cancellation: Optional[Cancellation],
+    *,
+    deadline: Optional[float] = None,
 ) -> socket.socket:
     try:
         if cancellation is not None and not cancellation._attach(sock):
             raise NetworkError(f"connecting to {address} was cancelled", address=address)
-        sock.settimeout(timeout)
+        if deadline is None:
+            sock.settimeout(None)
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise socket.timeout("connectTimeoutMS passed before this address was tried")
+            sock.settimeout(remaining)
         sock.connect(sockaddr)
         return sock
     except socket.timeout as exc:
@@ -1037,6 +1095,9 @@ def connect(
     (e.g. :class:`mongocore.auth.Authenticator`); if it is a
     :class:`HandshakeAuthenticator`, its fields join the hello first.
 
+    ``settings.connect_timeout`` is one deadline for the whole of it: TCP connect (every
+    address tried), TLS handshake, hello and authentication.
+
     Raises NetworkError (NetworkTimeout for timeouts) for socket errors, TLS failures
     included (an untrusted certificate, a host name the certificate does not name),
     OperationFailure for a handshake reply with ``ok: 0``, ProtocolError for a
@@ -1045,16 +1106,20 @@ def connect(
     server refuses the credentials), marked so that :func:`in_authentication` is
     true. On any error the socket is closed.
     """
-    sock = _open_socket(address, settings, cancellation)
+    deadline = deadline_after(settings.connect_timeout)
+    sock = _open_socket(address, settings, cancellation, deadline)
     conn: Optional[Connection] = None
     try:
         if settings.ssl_context is not None:
             hostname = settings.server_hostname or (
                 address.host if address.port is not None else None
             )
-            sock = settings.ssl_context.wrap_socket(sock, server_hostname=hostname)
+            sock = settings.ssl_context.wrap_socket(
+                sock, server_hostname=hostname, do_handshake_on_connect=False
+            )
             if cancellation is not None and not cancellation._attach(sock):
                 raise NetworkError(f"connecting to {address} was cancelled", address=address)
+            tls_handshake(sock, deadline)
         conn = Connection(
             sock,
             address,
@@ -1063,6 +1128,7 @@ def connect(
             connection_id=connection_id,
             monitoring=monitoring,
         )
+        conn._establishment_deadline = deadline
         hook = None if monitoring else authenticate
         extra = None
         if isinstance(hook, HandshakeAuthenticator):
@@ -1100,6 +1166,7 @@ def connect(
         if isinstance(exc, NetworkError) and not in_authentication(exc):
             _overloaded(exc)  # the hello exchange failed on the network
         raise
+    conn._establishment_deadline = None
     if cancellation is not None:
         cancellation._attach(None)
     _log.debug("connected %r (maxWireVersion %d)", conn, conn.max_wire_version)

@@ -25,8 +25,13 @@ Failures: a failed check closes the monitoring connection and resets the RTT ave
 and is reported at once: the server becomes Unknown, with the error as text, and the
 topology clears its pool. A network failure of a server whose previous description was
 known is then checked once more right away, on a new connection, without waiting for
-the next heartbeat. Anything a server sends, however broken, becomes an Unknown
-description; the thread never dies of it.
+the next heartbeat. A check that timed out asks the topology to clear the pool with
+interruptInUseConnections ("Network or command error during server check"), which
+ends operations blocked on a server that stopped answering. Anything a server sends,
+however broken, becomes an Unknown description; the thread never dies of it. An
+unexpected error inside the monitor (or the topology failing to take an outcome) is
+logged at ERROR with its traceback and the server reported Unknown with it: nothing
+may leave the topology on a description the monitor can no longer vouch for.
 
 One deliberate addition to the spec: a server that answers awaitable hellos at once
 without a newer topologyVersion does not make the monitor spin (a new awaitable hello
@@ -51,7 +56,13 @@ from mongocore.description.server import (
     compare_topology_version,
 )
 from mongocore.description.types import ServerType
-from mongocore.errors import MongoCoreError, NetworkError, ProtocolError, command_error_from_reply
+from mongocore.errors import (
+    MongoCoreError,
+    NetworkError,
+    NetworkTimeout,
+    ProtocolError,
+    command_error_from_reply,
+)
 from mongocore.events import (
     EventPublisher,
     ServerHeartbeatFailedEvent,
@@ -89,7 +100,9 @@ class MonitorTarget(Protocol):
     ``close()``).
     """
 
-    def on_server_check(self, description: ServerDescription) -> None: ...
+    def on_server_check(
+        self, description: ServerDescription, *, interrupt_in_use_connections: bool = False
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,11 @@ def _describe(exc: BaseException) -> str:
 
 def _is_network_error(exc: Optional[BaseException]) -> bool:
     return isinstance(exc, (NetworkError, ProtocolError))
+
+
+def _is_timeout(exc: Optional[BaseException]) -> bool:
+    """A heartbeat timeout: the server stopped answering within the check's timeout."""
+    return isinstance(exc, NetworkTimeout)
 
 
 _Taken = tuple[Optional[Connection], Optional[Cancellation]]
@@ -361,11 +379,21 @@ class Monitor:
             try:
                 if not self._iteration():
                     return
-            except Exception:
-                # A bug, or a target or listener that raised in an unexpected place:
-                # log it, pause as after any check, and keep monitoring.
-                _log.debug("monitor of %s: unexpected error", self._address, exc_info=True)
+            except Exception as exc:
+                # A bug, or a listener that raised in an unexpected place. Loud, never
+                # silent: logged with its traceback, and the server reported Unknown
+                # with the error (its pool cleared), so the topology cannot stay on a
+                # description this monitor can no longer vouch for. Then pause as
+                # after any check, on a new connection, and keep monitoring.
+                _log.error(
+                    "monitor of %s: unexpected error; the server is marked Unknown",
+                    self._address,
+                    exc_info=True,
+                )
+                self._drop_connection()
+                self._rtt.reset()
                 self._last_check_end = time.monotonic()
+                self._report_unknown(f"internal error in the monitor: {_describe(exc)}")
                 self._wait()
 
     def _iteration(self) -> bool:
@@ -381,7 +409,7 @@ class Monitor:
             # pool), then check once more right away: it may have been a glitch or a
             # restart, and the retry finds out without waiting a heartbeat.
             _log.debug("monitor of %s: retrying after %s", self._address, outcome.error)
-            if not self._report(outcome.description):
+            if not self._report(outcome.description, _is_timeout(outcome.error)):
                 return False
             outcome = self._check(outcome.description)
         description = outcome.description
@@ -390,7 +418,7 @@ class Monitor:
                 return False
             self._wait()
             return True
-        if not self._report(description):
+        if not self._report(description, _is_timeout(outcome.error)):
             return False
 
         supports_streaming = (
@@ -406,18 +434,51 @@ class Monitor:
         self._wait()
         return True
 
-    def _report(self, description: ServerDescription) -> bool:
-        """Hand a check outcome to the target; False if the monitor was stopped."""
+    def _report(self, description: ServerDescription, timed_out: bool = False) -> bool:
+        """Hand a check outcome to the target; False if the monitor was stopped.
+
+        ``timed_out``: the check failed with a network timeout, so the target clears
+        the pool with interruptInUseConnections ("Network or command error during
+        server check").
+        """
         self._description = description
         if self._stopped:
             return False
         try:
-            self._target.on_server_check(description)
-        except Exception:
-            _log.debug(
-                "monitor of %s: the target raised on a check outcome", self._address, exc_info=True
+            if timed_out:
+                self._target.on_server_check(description, interrupt_in_use_connections=True)
+            else:
+                self._target.on_server_check(description)
+        except Exception as exc:
+            # The topology could not take this outcome. Were it merely logged, the
+            # topology would keep the last description it took, however wrong, for
+            # as long as the server answers the same way: report the server Unknown
+            # with the reason instead, and say so at ERROR.
+            _log.error(
+                "monitor of %s: the topology failed to apply %r; the server is marked Unknown",
+                self._address,
+                description,
+                exc_info=True,
             )
+            if description.type is not ServerType.UNKNOWN or description.error is None:
+                self._report_unknown(f"the check outcome could not be applied: {_describe(exc)}")
         return not self._is_stopped()  # the target may have closed this monitor
+
+    def _report_unknown(self, error: str) -> None:
+        """Report the server Unknown with ``error`` after an internal failure (logged by
+        the caller); a target that raises again is logged, never propagated."""
+        unknown = ServerDescription.from_error(self._address, error, last_update_time=self._clock())
+        self._description = unknown
+        if self._stopped:
+            return
+        try:
+            self._target.on_server_check(unknown)
+        except Exception:
+            _log.error(
+                "monitor of %s: the topology failed to mark the server Unknown",
+                self._address,
+                exc_info=True,
+            )
 
     def _wait(self) -> None:
         """Sleep until heartbeat_frequency after the last check, or a requested check,

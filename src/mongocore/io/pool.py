@@ -894,12 +894,18 @@ class Pool(Generic[C]):
         for cancellation in to_cancel:
             cancellation.cancel()  # outside the lock: it shuts a socket down
 
-    def close(self) -> None:
+    def close(self, interrupt_in_use_connections: bool = False) -> None:
         """Close the pool ("Closing a Connection Pool"): close available connections,
         fail queued checkOuts with PoolClosedError, stop and join the background thread
-        (waiting for a connection it is establishing). In-use connections are closed
-        when checked in. Idempotent."""
+        (waiting for a connection it is establishing). Idempotent.
+
+        In-use connections are closed when checked in; with
+        ``interrupt_in_use_connections`` (a client closing) they are closed now, and
+        connections being established are aborted, so that no operation outlives the
+        client: a thread blocked reading a reply fails at once with a network error.
+        """
         to_close: _Closing[C] = []
+        to_cancel: list[Cancellable] = []
         thread: Optional[threading.Thread] = None
         try:
             with self._lock:
@@ -909,6 +915,12 @@ class Pool(Generic[C]):
                 for conn in self._available:
                     self._discard_locked(conn, ConnectionClosedReason.POOL_CLOSED, to_close)
                 self._available = []
+                if interrupt_in_use_connections:
+                    for conn in list(self._in_use.values()):
+                        del self._in_use[conn.id]
+                        self._interrupted[conn.id] = conn
+                        self._discard_locked(conn, ConnectionClosedReason.POOL_CLOSED, to_close)
+                    to_cancel = [c for _, c in self._establishing.values()]
                 self._fail_waiters_locked(CheckOutFailedReason.POOL_CLOSED, self._closed_error)
                 if self._cmap:
                     self._events.append(("pool_closed", PoolClosedEvent(self._address)))
@@ -916,6 +928,8 @@ class Pool(Generic[C]):
                 self._maintenance_cond.notify_all()
         finally:
             self._finish(to_close)
+        for cancellation in to_cancel:
+            cancellation.cancel()  # outside the lock: it shuts a socket down
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 

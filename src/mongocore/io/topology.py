@@ -73,7 +73,7 @@ class PoolLike(Protocol):
     def clear(
         self, service_id: Optional[object] = None, interrupt_in_use_connections: bool = False
     ) -> None: ...
-    def close(self) -> None: ...
+    def close(self, interrupt_in_use_connections: bool = False) -> None: ...
 
 
 MonitorFactory = Callable[[Address, "Topology"], MonitorLike]
@@ -178,7 +178,9 @@ class Topology:
             self._servers.clear()
             self._condition.notify_all()
         for server in servers:
-            self._stop(server)
+            # Closing the client ends the operations in flight too: their connections
+            # are closed now, not when checked in, so none waits on a silent server.
+            self._stop(server, interrupt_in_use_connections=True)
         if self._opened:
             self._publish(events_for_closing(self.topology_id, transition))
 
@@ -189,10 +191,13 @@ class Topology:
         return Server(address, self._pool_factory(address), monitor)
 
     @staticmethod
-    def _stop(server: Server) -> None:
+    def _stop(server: Server, interrupt_in_use_connections: bool = False) -> None:
         if server.monitor is not None:
             server.monitor.close()
-        server.pool.close()
+        if interrupt_in_use_connections:
+            server.pool.close(interrupt_in_use_connections=True)
+        else:
+            server.pool.close()
 
     # --- reading ------------------------------------------------------------------
 
@@ -210,13 +215,23 @@ class Topology:
 
     # --- applying outcomes --------------------------------------------------------
 
-    def on_server_check(self, description: ServerDescription) -> None:
+    def on_server_check(
+        self, description: ServerDescription, *, interrupt_in_use_connections: bool = False
+    ) -> None:
         """A monitor's check outcome (MonitorTarget).
 
-        A failed check also clears the server's pool ("Network error during server
-        check"): if the monitor's socket is bad, the pool's likely are too.
+        A failed check also clears the server's pool ("Network or command error during
+        server check"): if the monitor's socket is bad, the pool's likely are too. A
+        check that timed out clears it with ``interrupt_in_use_connections``: the
+        connections checked out then are closed, so that operations blocked on a server
+        that stopped answering fail now (and follow the retry rules) instead of waiting
+        for replies that never come.
         """
-        self._apply(description, clear_pool=description.error is not None)
+        self._apply(
+            description,
+            clear_pool=description.error is not None,
+            interrupt_in_use_connections=interrupt_in_use_connections,
+        )
 
     def on_srv_hosts(self, hosts: list[Address]) -> None:
         """SRV polling found a new host list (Sharded or Unknown topologies only)."""
@@ -229,7 +244,13 @@ class Topology:
             started, stopped = self._carry_out_locked(transition)
         self._after(transition, started, stopped)
 
-    def _apply(self, description: ServerDescription, *, clear_pool: bool = False) -> None:
+    def _apply(
+        self,
+        description: ServerDescription,
+        *,
+        clear_pool: bool = False,
+        interrupt_in_use_connections: bool = False,
+    ) -> None:
         with self._lock:
             if self._closed:
                 return
@@ -239,7 +260,9 @@ class Topology:
             started, stopped = self._carry_out_locked(transition)
             server = self._servers.get(description.address)
             if clear_pool and server is not None:
-                server.pool.clear()
+                # Under the lock, with the description update (the seed requires it);
+                # the pool closes interrupted connections after releasing its own lock.
+                server.pool.clear(interrupt_in_use_connections=interrupt_in_use_connections)
         self._after(transition, started, stopped)
 
     def _after(self, transition: Transition, started: list[Server], stopped: list[Server]) -> None:

@@ -249,6 +249,9 @@ def cmd_update(ctx: CommandContext) -> Reply:
     upserted: list[Reply] = []
     errors: list[Reply] = []
     for index, statement in enumerate(_documents(ctx, "updates")):
+        if "sort" in statement:
+            # An update statement's sort is MongoDB 8.0's; 7.0 parses it as unknown.
+            raise CommandError(40415, "BSON field 'update.updates.sort' is an unknown field.")
         result = ctx.executed(index)
         if result is None:
             apply = functools.partial(
@@ -368,6 +371,18 @@ def _sort_list(sort: Any) -> Optional[list[tuple[str, Any]]]:
     return [(key, value) for key, value in dict(sort).items()]
 
 
+def _index_keys(cmd: Mapping[str, Any], docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """returnKey: each document becomes the key of the index the query used. The
+    simulator plans with the _id index only, when the sort or the hint is on _id;
+    otherwise the query is a collection scan and the keys are empty (as a server's)."""
+    used = [cmd.get(option) for option in ("hint", "sort")]
+    if cmd.get("hint") == "_id_" or any(
+        isinstance(spec, Mapping) and list(spec) == ["_id"] for spec in used
+    ):
+        return [{"_id": doc["_id"]} for doc in docs if "_id" in doc]
+    return [{} for _ in docs]
+
+
 def cmd_find(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     cmd = ctx.cmd
@@ -392,6 +407,10 @@ def cmd_find(ctx: CommandContext) -> Reply:
         raise
     except Exception as exc:
         raise translate_store_errors(exc, ctx.namespace(coll)) from exc
+    if cmd.get("returnKey"):
+        docs = _index_keys(cmd, docs)
+    elif cmd.get("showRecordId"):
+        docs = [{**doc, "$recordId": Int64(n)} for n, doc in enumerate(docs, 1)]
     batch = ctx.cursors.open(
         ctx.namespace(coll), docs, _batch_size(cmd.get("batchSize")), bool(cmd.get("singleBatch"))
     )
@@ -429,6 +448,11 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     pipeline = list(cmd["pipeline"])
     writes = aggregate_writes(cmd)
+    read_concern = cmd.get("readConcern")
+    if writes and isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
+        raise CommandError(
+            72, "readConcern level 'linearizable' is not supported with an $out or $merge stage"
+        )
     source = ctx.store.client if writes else ctx.reader
     try:
         docs = list(source[ctx.db][coll].aggregate(pipeline))

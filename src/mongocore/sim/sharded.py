@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from bson import ObjectId
+from bson import Int64, ObjectId
 
 from mongocore.sim.codes import STATE_CHANGE_CODES, CommandError
 from mongocore.sim.commands import COMMANDS, aggregate_writes, build_info
@@ -79,6 +79,13 @@ class Mongos(Process):
                 return Outcome(reply)
         if name in _LOCAL_COMMANDS:
             reply = build_info() if name.lower() == "buildinfo" else {"ok": 1.0}
+            self.cluster.decorate(reply)
+            return Outcome(reply)
+        if name == "checkMetadataConsistency":
+            # A router's command (7.0): the simulator keeps no sharding metadata, so
+            # there is never an inconsistency to report: an empty, exhausted cursor.
+            cursor = {"id": Int64(0), "ns": f"{db}.$cmd.{name}", "firstBatch": []}
+            reply = {"cursor": cursor, "ok": 1.0}
             self.cluster.decorate(reply)
             return Outcome(reply)
         spec = COMMANDS.get(name)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Optional
 
 import mongomock
+import mongomock.filtering
 from bson import Int64, ObjectId, Timestamp
 from pymongo import errors as pymongo_errors
 
@@ -37,6 +38,10 @@ __all__ = [
 ]
 
 Document = dict[str, Any]
+
+# mongomock knows {$type: "null"} but leaves it unimplemented; a server matches null.
+if mongomock.filtering.TYPE_MAP.get("null", 0) is None:
+    mongomock.filtering.TYPE_MAP["null"] = lambda value: value is None
 
 
 class OpTime(NamedTuple):
@@ -264,7 +269,14 @@ class DataStore:
             if array_filters:
                 kwargs["array_filters"] = list(array_filters)
             if _is_replacement(update):
-                result = collection.replace_one(query, update, upsert=upsert)
+                # Replace the matched document by its _id: mongomock would copy a
+                # filter's _id condition ({_id: {$gt: 1}}) into the replacement.
+                target = {"_id": ids[0]} if ids else query
+                if not ids and upsert and "_id" in update and update["_id"] is None:
+                    # mongomock refuses an upserted replacement's own _id when it is
+                    # null; the server inserts the replacement as it is.
+                    target = {"_id": update["_id"]}
+                result = collection.replace_one(target, update, upsert=upsert)
             elif multi:
                 result = collection.update_many(query, update, **kwargs)
             else:

@@ -8,6 +8,13 @@ inside the command that carries it; documents themselves get no such allowance.
 
 Every check raises DocumentTooLarge naming the limit and the offending size, and
 happens while encoding, so an oversized request never reaches the socket.
+
+The same announcement bounds what a reply may claim, so it is not trusted as given:
+:func:`bounded_max_message_size` caps it at what MongoDB servers use (48,000,000
+bytes) and replaces a non-positive one by that default, and :func:`max_reply_size`
+adds a small allowance for the framing around a reply (an incompressible payload
+wrapped in OP_COMPRESSED is a little larger than the message it carries). A header
+claiming more is refused before its body is read.
 """
 
 from __future__ import annotations
@@ -23,11 +30,15 @@ __all__ = [
     "DEFAULT_MAX_BSON_OBJECT_SIZE",
     "DEFAULT_MAX_MESSAGE_SIZE_BYTES",
     "DEFAULT_MAX_WRITE_BATCH_SIZE",
+    "MAX_MESSAGE_SIZE_CAP",
+    "REPLY_OVERHEAD",
     "SizeLimits",
+    "bounded_max_message_size",
     "check_batch_size",
     "check_command_size",
     "check_document_size",
     "check_message_size",
+    "max_reply_size",
     "op_msg_overhead",
     "split_batches",
 ]
@@ -39,6 +50,13 @@ COMMAND_OVERHEAD = 16 * 1024
 DEFAULT_MAX_BSON_OBJECT_SIZE = 16 * 1024 * 1024
 DEFAULT_MAX_MESSAGE_SIZE_BYTES = 48_000_000
 DEFAULT_MAX_WRITE_BATCH_SIZE = 100_000
+
+#: The largest maxMessageSizeBytes believed: MongoDB servers announce 48,000,000, and a
+#: larger announcement would only let a hostile server make the client allocate more.
+MAX_MESSAGE_SIZE_CAP = 48_000_000
+#: What a reply may claim beyond maxMessageSizeBytes: OP_COMPRESSED's own fields and a
+#: compressor's framing around data that did not compress.
+REPLY_OVERHEAD = 16 * 1024
 
 # flagBits, the kind byte of the body section; then kind byte and size of one sequence.
 _OP_MSG_FIXED = HEADER_SIZE + 4 + 1
@@ -57,7 +75,9 @@ class SizeLimits(NamedTuple):
         """Read the limits from a hello reply, with the documented defaults for absent fields."""
         return cls(
             int(hello.get("maxBsonObjectSize", DEFAULT_MAX_BSON_OBJECT_SIZE)),
-            int(hello.get("maxMessageSizeBytes", DEFAULT_MAX_MESSAGE_SIZE_BYTES)),
+            bounded_max_message_size(
+                int(hello.get("maxMessageSizeBytes", DEFAULT_MAX_MESSAGE_SIZE_BYTES))
+            ),
             int(hello.get("maxWriteBatchSize", DEFAULT_MAX_WRITE_BATCH_SIZE)),
         )
 
@@ -65,6 +85,23 @@ class SizeLimits(NamedTuple):
     def max_command_size(self) -> int:
         """The largest command document the server accepts."""
         return self.max_bson_object_size + COMMAND_OVERHEAD
+
+
+def bounded_max_message_size(announced: int) -> int:
+    """The maxMessageSizeBytes to use for a server that announced ``announced``.
+
+    A value up to :data:`MAX_MESSAGE_SIZE_CAP` is used as it is; a larger one is capped
+    to it, and a non-positive one is replaced by the default (which is the cap).
+    """
+    if announced < 1:
+        return DEFAULT_MAX_MESSAGE_SIZE_BYTES
+    return min(announced, MAX_MESSAGE_SIZE_CAP)
+
+
+def max_reply_size(max_message_size_bytes: int) -> int:
+    """The most bytes one reply (header included, or uncompressed inside OP_COMPRESSED)
+    may claim from a server whose maxMessageSizeBytes is ``max_message_size_bytes``."""
+    return bounded_max_message_size(max_message_size_bytes) + REPLY_OVERHEAD
 
 
 def check_document_size(size: int, max_bson_object_size: int, what: str = "document") -> None:

@@ -45,6 +45,9 @@ class ClientEntity:
     closed: bool = False
     #: The log messages it observes (observeLogMessages), if any.
     log_messages: Optional[LogCapture] = None
+    #: Why operations on this client (and its databases, collections and sessions)
+    #: cannot run as the test means them, if it asked for something mongocore lacks.
+    unsupported: Optional[str] = None
 
     def close(self) -> None:
         if not self.closed:

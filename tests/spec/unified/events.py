@@ -23,8 +23,8 @@ from typing import Any, Callable, Optional
 
 from bson import ObjectId
 
+from mongocore import command_log, log_messages, pool_log, selection_log
 from mongocore import events as ev
-from mongocore import log_messages, pool_log, selection_log
 from mongocore.monitoring import is_sensitive
 from tests.spec.unified.matching import EntityLookup, match
 
@@ -411,6 +411,7 @@ LOG_COMPONENTS: dict[str, str] = {
     log_messages.COMPONENT: log_messages.TOPOLOGY_LOGGER,
     selection_log.COMPONENT: selection_log.SERVER_SELECTION_LOGGER,
     pool_log.COMPONENT: pool_log.CONNECTION_LOGGER,
+    command_log.COMPONENT: command_log.COMMAND_LOGGER,
 }
 
 

@@ -30,6 +30,7 @@ from mongocore.collection import (
 )
 from mongocore.driver_info import DriverInfo
 from mongocore.session import ClientSession, SessionOptions
+from tests.spec.unified import cursor_operations, index_operations
 from tests.spec.unified.entities import (
     ClientEntity,
     EntityMap,
@@ -153,6 +154,7 @@ def _aggregate(target: Any, args: Arguments, session: Any) -> Documents:
 # --- write models ------------------------------------------------------------------------
 
 _UPDATE_OPTIONS = {"arrayFilters": "array_filters", "hint": "hint", "collation": "collation"}
+_UPDATE_ONE_OPTIONS = dict(_UPDATE_OPTIONS, sort="sort")
 
 
 def write_model(request: Mapping[str, Any], entities: EntityMap) -> Any:
@@ -171,14 +173,14 @@ def write_model(request: Mapping[str, Any], entities: EntityMap) -> Any:
             args.require("filter"),
             args.require("update"),
             bool(args.take("upsert", False)),
-            **args.keywords(_UPDATE_OPTIONS),
+            **args.keywords(_UPDATE_OPTIONS if kind == "updateMany" else _UPDATE_ONE_OPTIONS),
         )
     elif kind == "replaceOne":
         model = ReplaceOne(
             args.require("filter"),
             args.require("replacement"),
             bool(args.take("upsert", False)),
-            **args.keywords({"hint": "hint", "collation": "collation"}),
+            **args.keywords({"hint": "hint", "collation": "collation", "sort": "sort"}),
         )
     elif kind in ("deleteOne", "deleteMany"):
         cls_d = DeleteOne if kind == "deleteOne" else DeleteMany
@@ -216,6 +218,10 @@ _FIND = {
     "collation": "collation",
     "allowDiskUse": "allow_disk_use",
     "let": "let",
+    "min": "min",
+    "max": "max",
+    "returnKey": "return_key",
+    "showRecordId": "show_record_id",
 }
 _AGGREGATE_OPTIONS = {
     "allowDiskUse": "allowDiskUse",
@@ -324,7 +330,7 @@ def collection_operation(
         filter_ = args.require("filter")
         update = args.require("update")
         upsert = bool(args.take("upsert", False))
-        keywords = args.keywords(_UPDATE)
+        keywords = args.keywords(_UPDATE if name == "updateMany" else dict(_UPDATE, sort="sort"))
         args.done()
         method = collection.update_one if name == "updateOne" else collection.update_many
         return update_result(method(filter_, update, upsert, session=session, **keywords))
@@ -332,7 +338,9 @@ def collection_operation(
         filter_ = args.require("filter")
         replacement = args.require("replacement")
         upsert = bool(args.take("upsert", False))
-        keywords = args.keywords({k: v for k, v in _UPDATE.items() if k != "arrayFilters"})
+        keywords = args.keywords(
+            {k: v for k, v in dict(_UPDATE, sort="sort").items() if k != "arrayFilters"}
+        )
         args.done()
         return update_result(
             collection.replace_one(filter_, replacement, upsert, session=session, **keywords)
@@ -496,6 +504,11 @@ def run(entities: EntityMap, target: Any, name: str, arguments: Optional[Mapping
     if name in UNSUPPORTED:
         raise UnsupportedFeature(UNSUPPORTED[name])
     args = Arguments(name, arguments, entities)
+    if cursor_operations.handles(target, name):
+        result = cursor_operations.run(target, name, args)
+        return Documents(result) if isinstance(result, list) else result
+    if index_operations.handles(target, name):
+        return index_operations.run(target, name, args)
     if isinstance(target, ClientEntity):
         return client_operation(target, name, args)
     if isinstance(target, Collection):

@@ -1,0 +1,112 @@
+"""Socket reads and writes bounded by a deadline, and buffers that grow as bytes arrive.
+
+Connection Monitoring and Pooling ("Establishing a Connection": connectTimeoutMS),
+Client Side Operations Timeout (timeoutMS as a deadline for the whole operation) and
+socketTimeoutMS, as this driver applies them: a timeout is a deadline for a whole
+step, never a bound on each ``recv()``. A server that sends one byte every second
+would otherwise keep a read alive forever while every single ``recv()`` stays
+within its timeout.
+
+Deadlines are ``time.monotonic()`` values; None means no deadline. A deadline that
+passes raises ``socket.timeout`` (``TimeoutError``), which the connection turns into
+NetworkTimeout, exactly as it does for a socket timeout.
+
+A message's length comes from its peer and is not trusted with memory: a read
+allocates at most :data:`FIRST_CHUNK` bytes before anything arrived, then at most
+doubles what it already received, so memory follows the bytes that actually came.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from typing import Optional, Union
+
+__all__ = [
+    "FIRST_CHUNK",
+    "SEND_CHUNK",
+    "deadline_after",
+    "earliest",
+    "recv_exactly",
+    "send_all",
+    "tls_handshake",
+]
+
+#: Bytes allocated for a read before any of them arrived.
+FIRST_CHUNK = 256 * 1024
+#: Bytes handed to one send(): a TLS socket writes all it is given before returning,
+#: so smaller pieces let the deadline be checked between them.
+SEND_CHUNK = 256 * 1024
+
+_Buffer = Union[bytes, bytearray, memoryview]
+
+
+def earliest(*deadlines: Optional[float]) -> Optional[float]:
+    """The earliest of the deadlines that are set, or None if none is."""
+    present = [deadline for deadline in deadlines if deadline is not None]
+    return min(present) if present else None
+
+
+def deadline_after(timeout: Optional[float], now: Optional[float] = None) -> Optional[float]:
+    """The deadline ``timeout`` seconds from ``now`` (default: the monotonic clock)."""
+    if timeout is None:
+        return None
+    return (time.monotonic() if now is None else now) + timeout
+
+
+def _arm(sock: socket.socket, deadline: Optional[float]) -> None:
+    """Give the next blocking call on ``sock`` only the time left before ``deadline``."""
+    if deadline is None:
+        if sock.gettimeout() is not None:
+            sock.settimeout(None)
+        return
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise socket.timeout("deadline passed")
+    sock.settimeout(remaining)
+
+
+def send_all(sock: socket.socket, data: _Buffer, deadline: Optional[float]) -> None:
+    """Send every byte of ``data`` before ``deadline`` (socket.timeout otherwise)."""
+    view = memoryview(data)
+    total = len(view)
+    sent = 0
+    while sent < total:
+        _arm(sock, deadline)
+        sent += sock.send(view[sent : sent + SEND_CHUNK])
+
+
+def recv_exactly(sock: socket.socket, size: int, deadline: Optional[float]) -> memoryview:
+    """Read ``size`` bytes before ``deadline``; fewer if the peer closed the stream.
+
+    The buffer starts at most :data:`FIRST_CHUNK` bytes long and grows only as bytes
+    arrive, so a peer that claims a large message and sends little costs little.
+    """
+    buffer = bytearray(min(size, FIRST_CHUNK))
+    received = 0
+    recv_into = sock.recv_into
+    while received < size:
+        if received == len(buffer):
+            # Full: at most double, never past the size claimed.
+            buffer.extend(bytes(min(size, 2 * received) - received))
+        _arm(sock, deadline)
+        with memoryview(buffer) as view:
+            count = recv_into(view[received:])
+        if not count:
+            del buffer[received:]
+            break
+        received += count
+    return memoryview(buffer)
+
+
+def tls_handshake(sock: ssl.SSLSocket, deadline: Optional[float]) -> None:
+    """Run the TLS handshake of a socket wrapped with ``do_handshake_on_connect=False``,
+    all of it before ``deadline``.
+
+    The ssl module already treats a socket's timeout as one deadline for a whole
+    ``do_handshake()`` call (each of its waits gets what is left), so the time left
+    is handed over once.
+    """
+    _arm(sock, deadline)
+    sock.do_handshake()

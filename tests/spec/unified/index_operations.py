@@ -1,0 +1,45 @@
+"""Unified test format: the index operations of a collection entity ("createIndex",
+"dropIndex", "dropIndexes"), on ``Collection.create_index`` and ``drop_index(es)``.
+
+Kept apart from :mod:`tests.spec.unified.operations`, which dispatches here for these
+names (:func:`handles`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongocore.collection import Collection
+
+OPERATIONS = frozenset({"createIndex", "dropIndex", "dropIndexes"})
+
+#: createIndex's index options (the format's names are the server's).
+_INDEX_OPTIONS = ("name", "unique", "sparse", "expireAfterSeconds", "hidden", "background")
+
+
+def handles(target: Any, name: str) -> bool:
+    """Is this operation one of this module's?"""
+    return isinstance(target, Collection) and name in OPERATIONS
+
+
+def run(collection: Collection, name: str, args: Any) -> Any:
+    """Run the operation (``args`` is an ``operations.Arguments``); createIndex returns
+    the index's name."""
+    session = args.session()
+    comment = args.take("comment")
+    max_time_ms = args.take("maxTimeMS")
+    extra = {} if max_time_ms is None else {"maxTimeMS": max_time_ms}
+    if name == "createIndex":
+        keys = dict(args.require("keys"))
+        options = {key: args.take(key) for key in _INDEX_OPTIONS}
+        options = {key: value for key, value in options.items() if value is not None}
+        args.done()
+        return collection.create_index(list(keys.items()), session, comment, **options, **extra)
+    if name == "dropIndex":
+        index = args.require("name")
+        args.done()
+        collection.drop_index(index, session, comment, **extra)
+        return None
+    args.done()
+    collection.drop_indexes(session, comment, **extra)
+    return None

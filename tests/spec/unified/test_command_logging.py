@@ -1,0 +1,25 @@
+"""Runner for the command logging suite (``command-logging-and-monitoring/tests/logging``):
+the "Command started", "Command succeeded" and "Command failed" log messages
+(:mod:`mongocore.command_log`).
+
+One pytest test per test case, with the id ``"<file>: <description>"``, run by
+:mod:`tests.spec.unified.runner` against the simulated deployments started once for the
+module (see ``conftest.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.spec.unified.cases import cases
+from tests.spec.unified.deployments import Deployments
+from tests.spec.unified.runner import run_case
+
+SUITE = "command-logging-and-monitoring/tests/logging"
+CASES = cases(SUITE)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_unified(case: Any, deployments: Deployments) -> None:
+    run_case(case, deployments)
