@@ -315,3 +315,5 @@ def test_importing_mongocore_stays_cheap() -> None:
     for heavy in ("mongocore.sim", "mongocore.cli", "mongocore.cli_view", "rich", "mongomock"):
         assert heavy not in loaded, heavy
         assert not any(name.startswith(heavy + ".") for name in loaded), heavy
+    # dnspython's resolver loads with the first mongodb+srv:// lookup, not before.
+    assert "dns.resolver" not in loaded

@@ -24,9 +24,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
-import dns.exception
-import dns.resolver
-
 from mongocore.address import Address
 from mongocore.description.settings import TopologySettings
 from mongocore.description.types import TopologyType
@@ -102,6 +99,17 @@ class TtlResolver(Resolver, Protocol):
     def srv_with_ttl(self, name: str) -> tuple[list[tuple[str, int]], Optional[float]]: ...
 
 
+def _dnspython() -> tuple[Any, Any]:
+    """dnspython's ``resolver`` and ``exception`` modules, imported on first use: a
+    client of a plain ``mongodb://`` connection string never resolves SRV or TXT
+    records, so importing mongocore does not load dnspython's resolver (about a fifth
+    of the import time)."""
+    import dns.exception  # noqa: PLC0415 (deferred on purpose, see above)
+    import dns.resolver  # noqa: PLC0415
+
+    return dns.resolver, dns.exception
+
+
 class DnsPythonResolver:
     """A :class:`TtlResolver` backed by dnspython.
 
@@ -117,7 +125,9 @@ class DnsPythonResolver:
         resolve: Optional[Callable[..., Any]] = None,
     ) -> None:
         self._timeout = timeout
-        self._resolve: Callable[..., Any] = resolve if resolve is not None else dns.resolver.resolve
+        self._resolve: Callable[..., Any] = (
+            resolve if resolve is not None else _dnspython()[0].resolve
+        )
 
     @property
     def timeout(self) -> Optional[float]:
@@ -136,9 +146,8 @@ class DnsPythonResolver:
 
     def txt(self, name: str) -> list[str]:
         try:
-            answer = self._query(
-                name, "TXT", no_record=(dns.resolver.NXDOMAIN, dns.resolver.NoAnswer)
-            )
+            resolver, _ = _dnspython()
+            answer = self._query(name, "TXT", no_record=(resolver.NXDOMAIN, resolver.NoAnswer))
         except _NoRecord:
             return []  # no TXT record is the common case, not an error
         texts: list[str] = []
@@ -154,17 +163,18 @@ class DnsPythonResolver:
         return texts
 
     def _query(self, name: str, rdtype: str, no_record: tuple[type[Exception], ...] = ()) -> Any:
+        resolver, exception = _dnspython()
         try:
             return self._resolve(name, rdtype, lifetime=self._timeout)
         except no_record:
             raise _NoRecord from None
-        except dns.resolver.NXDOMAIN:
+        except resolver.NXDOMAIN:
             reason = "the name does not exist (NXDOMAIN)"
-        except dns.resolver.NoAnswer:
+        except resolver.NoAnswer:
             reason = f"the name has no {rdtype} record"
-        except dns.exception.Timeout:
+        except exception.Timeout:
             reason = f"no answer within {self._timeout} seconds"
-        except dns.exception.DNSException as exc:
+        except exception.DNSException as exc:
             reason = str(exc) or type(exc).__name__
         raise ConfigurationError(
             f"the {rdtype} lookup of {name} failed, so the mongodb+srv:// connection "
