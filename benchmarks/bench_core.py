@@ -38,12 +38,12 @@ try:  # pymongo >= 4.9 keeps the synchronous settings here
 except ImportError:  # pragma: no cover
     from pymongo.settings import TopologySettings as PyTopologySettings  # type: ignore
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply
-from mongocore.selection.read_preference import Mode, ReadPreference
-from mongocore.selection.selectors import select_server
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.selectors import select_server
 
 NOW = datetime.datetime(2026, 1, 1)
 

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import pymongo
 import pymongo.errors
 
-from mongocore.client import Client
+from mongocore.api.client import Client
 
 ELECTION_DELAY = 0.2
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 import pymongo
 
-from mongocore.client import Client
+from mongocore.api.client import Client
 
 SERVER = """
 import signal, sys, threading

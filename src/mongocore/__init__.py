@@ -16,20 +16,10 @@ from __future__ import annotations
 
 # First: modules imported below read DRIVER_NAME and __version__ from this package.
 from mongocore._version import DRIVER_NAME, __version__, version, version_tuple
-from mongocore.client import Client
-from mongocore.collection import (
-    DeleteMany,
-    DeleteOne,
-    InsertOne,
-    ReadConcern,
-    ReplaceOne,
-    ReturnDocument,
-    UpdateMany,
-    UpdateOne,
-    WriteConcern,
-)
-from mongocore.cursor_type import CursorType
-from mongocore.index_model import (
+from mongocore.api.client import Client
+from mongocore.api.collection_writes import ReturnDocument
+from mongocore.api.cursor_type import CursorType
+from mongocore.api.index_model import (
     ASCENDING,
     DESCENDING,
     GEO2D,
@@ -38,8 +28,18 @@ from mongocore.index_model import (
     TEXT,
     IndexModel,
 )
-from mongocore.mongo_client import MongoClient
+from mongocore.api.mongo_client import MongoClient
+from mongocore.api.operations import (
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+)
+from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import ReadPreference
+from mongocore.write_concern import WriteConcern
 
 __all__ = [
     "ASCENDING",

@@ -2,6 +2,6 @@
 
 import sys
 
-from mongocore.cli import main
+from mongocore.cli.main import main
 
 sys.exit(main())

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
-from mongocore.address import Address
+from mongocore.core.address import Address
 
 
 class MongoCoreError(Exception):

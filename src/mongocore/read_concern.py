@@ -1,7 +1,34 @@
-"""``ReadConcern``, where pymongo users import it from (``pymongo.read_concern``)."""
+"""ReadConcern, under pymongo's module name (``pymongo.read_concern``)."""
 
 from __future__ import annotations
 
-from mongocore.collection import ReadConcern
+from typing import Optional
 
-__all__ = ["ReadConcern"]
+from mongocore.api.types import Document
+from mongocore.errors import (
+    ConfigurationError,
+)
+
+
+class ReadConcern:
+    """A read concern level ("local", "majority", ...); None is the server's default."""
+
+    __slots__ = ("level",)
+
+    def __init__(self, level: Optional[str] = None) -> None:
+        if level is not None and not isinstance(level, str):
+            raise ConfigurationError(f"the read concern level must be a string, not {level!r}")
+        self.level = level
+
+    @property
+    def document(self) -> Document:
+        return {} if self.level is None else {"level": self.level}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReadConcern) and other.level == self.level
+
+    def __hash__(self) -> int:
+        return hash(self.level)
+
+    def __repr__(self) -> str:
+        return f"ReadConcern({self.level!r})"

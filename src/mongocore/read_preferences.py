@@ -3,7 +3,7 @@
 Seed: server-selection.rst 1.5, "Components of a read preference" (mode, tag_sets,
 maxStalenessSeconds). The classes here are the names pymongo users write
 (``pymongo.read_preferences``); each is a subclass of mongocore's own
-:class:`mongocore.selection.read_preference.ReadPreference`, so server selection,
+:class:`mongocore.core.selection.read_preference.ReadPreference`, so server selection,
 the retry executor and the wire code take them unchanged.
 
 Differences kept on purpose: ``mode`` is mongocore's :class:`Mode` (a string enum,
@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar, Optional
 
+from mongocore.core.selection.read_preference import DEFAULT_TAG_SETS, Mode, TagSets
+from mongocore.core.selection.read_preference import ReadPreference as _SelectionReadPreference
 from mongocore.errors import ConfigurationError, InvalidReadPreference
-from mongocore.selection.read_preference import DEFAULT_TAG_SETS, Mode, TagSets
-from mongocore.selection.read_preference import ReadPreference as _SelectionReadPreference
 
 __all__ = [
     "Nearest",
@@ -223,7 +223,7 @@ class ReadPreference:
     ``ReadPreference.SECONDARY`` is ``Secondary()``.
 
     mongocore's own read preference class, with the same name, is
-    :class:`mongocore.selection.read_preference.ReadPreference`.
+    :class:`mongocore.core.selection.read_preference.ReadPreference`.
     """
 
     PRIMARY: ClassVar[Primary] = Primary()

@@ -45,10 +45,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from mongocore.client import Client
+from mongocore.api.client import Client
+from mongocore.core.events import CommandFailedEvent, CommandSucceededEvent
 from mongocore.errors import MongoCoreError
-from mongocore.events import CommandFailedEvent, CommandSucceededEvent
-from mongocore.retry import Executor
+from mongocore.io.executor import Executor
 from mongocore.sim import ReplicaSet
 from mongocore.sim.member import Member
 from tests.integration.sim_client import Recorder

@@ -8,7 +8,7 @@ Two kinds of server:
   told to fail the next ones; every other request (including awaitable hellos) is left in
   the server's queue for the test to ``receives()`` and answer. :class:`RawReply` sends
   arbitrary bytes as a reply, for hostile-server tests.
-- :class:`WireServer`, a tiny threaded server built on ``mongocore.wire``, for what
+- :class:`WireServer`, a tiny threaded server built on ``mongocore.core.wire``, for what
   MockupDB cannot do: listening on IPv6, and seeing document sequences as sections.
 
 Every server binds to loopback with an automatic port; the fixtures in ``conftest.py``
@@ -30,16 +30,16 @@ from bson import ObjectId
 from bson.int64 import Int64
 from mockupdb import MockupDB, OpMsgReply
 
-from mongocore.address import Address
-from mongocore.wire import (
+from mongocore.core.address import Address
+from mongocore.core.wire import (
     OpCode,
     encode_op_msg,
     encode_op_reply,
     next_request_id,
     read_message,
 )
-from mongocore.wire.codec import Message
-from mongocore.wire.header import MsgHeader
+from mongocore.core.wire.codec import Message
+from mongocore.core.wire.header import MsgHeader
 
 T = TypeVar("T")
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable, Optional
 
-from mongocore.client import Client
-from mongocore.events import (
+from mongocore.api.client import Client
+from mongocore.core.events import (
     CommandFailedEvent,
     CommandListener,
     CommandStartedEvent,

@@ -23,13 +23,13 @@ import pytest
 
 pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
 
-from mongocore import cli_view
-from mongocore.address import parse_address
-from mongocore.cli import Stopper, build_deployment, run_sim, watch
-from mongocore.cli_view import EventFeed
-from mongocore.client import Client
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.events import TopologyDescriptionChangedEvent, TopologyListener
+from mongocore.api.client import Client
+from mongocore.cli import view as cli_view
+from mongocore.cli.main import Stopper, build_deployment, run_sim, watch
+from mongocore.cli.view import EventFeed
+from mongocore.core.address import parse_address
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.events import TopologyDescriptionChangedEvent, TopologyListener
 from mongocore.sim import ReplicaSet, ShardedCluster
 
 DEADLINE = 30.0

@@ -11,12 +11,12 @@ import pytest
 from bson import ObjectId
 from mockupdb import MockupDB
 
-from mongocore.address import Address
-from mongocore.client import Client
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.api.client import Client
+from mongocore.core.address import Address
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.events import ServerDescriptionChangedEvent, ServerListener
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import NetworkError, OperationFailure, ServerSelectionTimeoutError
-from mongocore.events import ServerDescriptionChangedEvent, ServerListener
-from mongocore.selection.read_preference import Mode, ReadPreference
 from tests.integration.mock_servers import DEADLINE, HelloResponder, address_of, hello_reply
 from tests.unit.test_srv import FakeResolver
 

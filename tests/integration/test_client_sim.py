@@ -22,13 +22,12 @@ pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mong
 
 from bson import Binary, Int64
 
-from mongocore.address import Address, parse_address
-from mongocore.client import Client
-from mongocore.description.server import ServerDescription
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.errors import NetworkError, OperationFailure
-from mongocore.events import (
+from mongocore.api.client import Client
+from mongocore.core.address import Address, parse_address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.events import (
     ServerClosedEvent,
     ServerDescriptionChangedEvent,
     ServerHeartbeatFailedEvent,
@@ -39,8 +38,9 @@ from mongocore.events import (
     TopologyDescriptionChangedEvent,
     TopologyListener,
 )
-from mongocore.selection.read_preference import Mode, ReadPreference
-from mongocore.selection.selectors import select_servers, staleness
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.selectors import select_servers, staleness
+from mongocore.errors import NetworkError, OperationFailure
 from mongocore.sim import (
     LoadBalanced,
     Member,

@@ -24,10 +24,10 @@ from bson import SON, Binary, Decimal128
 from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions, TypeCodec, TypeRegistry
 
-from mongocore.address import parse_address
-from mongocore.client import Client
-from mongocore.collection import ReturnDocument
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.api.client import Client
+from mongocore.api.collection_writes import ReturnDocument
+from mongocore.core.address import parse_address
+from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.errors import InvalidOperation
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
 from tests.integration.sim_client import sim_client, wait_for_topology

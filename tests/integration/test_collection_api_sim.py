@@ -17,17 +17,13 @@ pytest.importorskip("mongomock")
 
 import pymongo
 
-from mongocore.client import Client
-from mongocore.collection import (
-    Collection,
-    DeleteMany,
-    InsertOne,
-    UpdateOne,
-    WriteConcern,
-)
+from mongocore.api.client import Client
+from mongocore.api.collection import Collection
+from mongocore.api.operations import DeleteMany, InsertOne, UpdateOne
+from mongocore.core.events import CommandStartedEvent
 from mongocore.errors import OperationFailure
-from mongocore.events import CommandStartedEvent
 from mongocore.sim import ReplicaSet
+from mongocore.write_concern import WriteConcern
 from tests.integration.sim_client import Recorder, sim_client
 
 #: Fields that differ between any two replies (cluster time, operation time).

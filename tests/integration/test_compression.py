@@ -16,14 +16,14 @@ import pytest
 
 pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
 
-from mongocore import compression
-from mongocore.auth import authenticator_for
-from mongocore.client import Client
-from mongocore.compression import available_compressors, compressor_for
+from mongocore.api.client import Client
+from mongocore.core import compression
+from mongocore.core.compression import available_compressors, compressor_for
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, NetworkError
 from mongocore.io import connection as connection_module
+from mongocore.io.auth import authenticator_for
 from mongocore.io.connection import Connection, ConnectionSettings, connect
-from mongocore.options import ClientOptions
 from mongocore.sim import ReplicaSet, Standalone, User
 from mongocore.sim.server import RequestRecord
 

@@ -15,7 +15,17 @@ from bson import ObjectId
 from mockupdb import OP_MSG_FLAGS, Command, MockupDB, OpMsg, OpMsgReply
 
 from mongocore import DRIVER_NAME, __version__
-from mongocore.address import Address
+from mongocore.core.address import Address
+from mongocore.core.events import (
+    CommandListener,
+    CommandStartedEvent,
+    CommandSucceededEvent,
+    EventPublisher,
+)
+from mongocore.core.options import ClientOptions
+from mongocore.core.wire import OpMsg as WireOpMsg
+from mongocore.core.wire import OpQuery as WireOpQuery
+from mongocore.core.wire import encode_op_msg
 from mongocore.errors import (
     ConfigurationError,
     DocumentTooLarge,
@@ -25,18 +35,8 @@ from mongocore.errors import (
     OperationFailure,
     ProtocolError,
 )
-from mongocore.events import (
-    CommandListener,
-    CommandStartedEvent,
-    CommandSucceededEvent,
-    EventPublisher,
-)
+from mongocore.io.command_monitoring import run_command as monitored_command
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
-from mongocore.monitoring import run_command as monitored_command
-from mongocore.options import ClientOptions
-from mongocore.wire import OpMsg as WireOpMsg
-from mongocore.wire import OpQuery as WireOpQuery
-from mongocore.wire import encode_op_msg
 from tests.integration.mock_servers import (
     Background,
     HelloResponder,

@@ -15,31 +15,31 @@ import pytest
 
 pytest.importorskip("mongomock")
 
-from mongocore.client import Client
-from mongocore.collection import (
-    BulkWriteResult,
-    Collection,
-    Cursor,
-    Database,
+from mongocore.api.client import Client
+from mongocore.api.collection import Collection
+from mongocore.api.collection_writes import ReturnDocument
+from mongocore.api.cursor import Cursor
+from mongocore.api.database import Database
+from mongocore.api.operations import (
     DeleteMany,
     DeleteOne,
     InsertOne,
-    ReadConcern,
     ReplaceOne,
-    ReturnDocument,
     UpdateMany,
     UpdateOne,
-    WriteConcern,
 )
+from mongocore.api.results import BulkWriteResult
+from mongocore.core.events import CommandStartedEvent
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     BulkWriteError,
     InvalidOperation,
     OperationFailure,
     WriteError,
 )
-from mongocore.events import CommandStartedEvent
-from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.read_concern import ReadConcern
 from mongocore.sim import ReplicaSet
+from mongocore.write_concern import WriteConcern
 from tests.integration.sim_client import Recorder, sim_client
 
 

@@ -17,13 +17,10 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.auth import Authenticator
-from mongocore.client import Client
-from mongocore.credentials import Credentials
-from mongocore.errors import NetworkTimeout
-from mongocore.io.connection import ConnectionSettings, connect
-from mongocore.wire import (
+from mongocore.api.client import Client
+from mongocore.core.address import Address
+from mongocore.core.credentials import Credentials
+from mongocore.core.wire import (
     MsgHeader,
     OpCode,
     OpQuery,
@@ -31,7 +28,10 @@ from mongocore.wire import (
     encode_op_reply,
     next_request_id,
 )
-from mongocore.wire.codec import Message
+from mongocore.core.wire.codec import Message
+from mongocore.errors import NetworkTimeout
+from mongocore.io.auth import Authenticator
+from mongocore.io.connection import ConnectionSettings, connect
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 #: The drip's pace: each byte arrives far sooner than any timeout used here.

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("mongomock", reason="the demo runs on the simulated deployment (sim extra)")
 
-from mongocore.demo import live_demo
+from mongocore.cli.demo import live_demo
 
 
 def test_demo_rides_through_failovers_without_losing_or_doubling_writes() -> None:

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from mockupdb import MockupDB
 
-from mongocore.client import Client
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.api.client import Client
+from mongocore.core.description.types import ServerType, TopologyType
 from tests.integration.mock_servers import HelloResponder, address_of
 from tests.integration.test_client import (
     FAST,

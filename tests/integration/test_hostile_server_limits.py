@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from mongocore.errors import NetworkError, ProtocolError
-from mongocore.io.connection import Connection, ConnectionSettings, connect
-from mongocore.wire import (
+from mongocore.core.wire import (
     HEADER_SIZE,
     MAX_MESSAGE_SIZE_CAP,
     MsgHeader,
@@ -31,6 +29,8 @@ from mongocore.wire import (
     next_request_id,
     pack_header,
 )
+from mongocore.errors import NetworkError, ProtocolError
+from mongocore.io.connection import Connection, ConnectionSettings, connect
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)

@@ -17,21 +17,21 @@ from bson import ObjectId
 from bson.int64 import Int64
 from mockupdb import OP_MSG_FLAGS, Command, MockupDB, OpMsg, OpMsgReply
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription, TopologyVersion
-from mongocore.description.types import ServerType
-from mongocore.errors import NetworkError, NetworkTimeout
-from mongocore.events import (
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.types import ServerType
+from mongocore.core.events import (
     EventPublisher,
     ServerHeartbeatFailedEvent,
     ServerHeartbeatListener,
     ServerHeartbeatStartedEvent,
     ServerHeartbeatSucceededEvent,
 )
+from mongocore.core.options import ClientOptions
+from mongocore.core.wire import encode_op_msg
+from mongocore.errors import NetworkError, NetworkTimeout
 from mongocore.io.connection import ConnectionSettings
 from mongocore.io.monitor import Monitor, MonitorSettings, streaming_enabled
-from mongocore.options import ClientOptions
-from mongocore.wire import encode_op_msg
 from tests.integration.mock_servers import (
     DEADLINE,
     Background,

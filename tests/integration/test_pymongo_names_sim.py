@@ -32,7 +32,7 @@ from mongocore import (
 from mongocore.read_preferences import Nearest, Secondary, SecondaryPreferred
 from mongocore.sim import ReplicaSet
 from mongocore.sim.member import Member
-from tests.integration.sim_client import FAST, Recorder
+from tests.integration.sim_client import FAST, Recorder, wait_for_topology
 
 TAGS = [{"dc": "ny"}, {"dc": "sf"}, {"dc": "la"}]
 
@@ -53,6 +53,12 @@ def client(rs: ReplicaSet, recorder: Recorder) -> Iterator[MongoClient]:
     with MongoClient(
         rs.hosts, replicaSet=rs.name, event_listeners=[recorder], retryWrites=True, **FAST
     ) as mongo:
+        # Tag sets choose among known secondaries: wait until the client has seen all
+        # three members, or a read could fall back to the primary before they are.
+        wait_for_topology(
+            mongo,
+            lambda td: sum(s.type.value == "RSSecondary" for s in td.servers.values()) == 2,
+        )
         yield mongo
 
 

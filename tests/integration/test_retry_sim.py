@@ -18,15 +18,10 @@ from bson import Int64
 
 pytest.importorskip("mongomock")
 
-from mongocore.address import Address
-from mongocore.collection import (
-    DeleteMany,
-    InsertOne,
-    UpdateMany,
-    UpdateOne,
-    WriteConcern,
-)
-from mongocore.description.types import ServerType
+from mongocore.api.operations import DeleteMany, InsertOne, UpdateMany, UpdateOne
+from mongocore.core.address import Address
+from mongocore.core.description.types import ServerType
+from mongocore.core.events import CommandFailedEvent, CommandStartedEvent
 from mongocore.errors import (
     ConfigurationError,
     InvalidOperation,
@@ -36,8 +31,8 @@ from mongocore.errors import (
     OperationFailure,
     WriteConcernError,
 )
-from mongocore.events import CommandFailedEvent, CommandStartedEvent
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
+from mongocore.write_concern import WriteConcern
 from tests.integration.sim_client import (
     DEADLINE,
     Recorder,

@@ -22,13 +22,13 @@ import pytest
 
 pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
 
-from mongocore.address import Address
-from mongocore.client import Client
+from mongocore.api.client import Client
+from mongocore.core.address import Address
+from mongocore.core.events import ConnectionPoolListener, PoolClearedEvent
+from mongocore.core.wire.legacy import OpQuery
+from mongocore.core.wire.op_msg import OpMsg
 from mongocore.errors import ConnectionFailure, InvalidOperation
-from mongocore.events import ConnectionPoolListener, PoolClearedEvent
 from mongocore.sim import ReplicaSet
-from mongocore.wire.legacy import OpQuery
-from mongocore.wire.op_msg import OpMsg
 from tests.integration.mock_servers import Background, WirePeer, WireServer, hello_reply
 
 #: Bounds a failing test only (a hang is what these tests catch).

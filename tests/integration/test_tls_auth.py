@@ -26,24 +26,10 @@ pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mong
 from cryptography import x509  # noqa: E402  (trustme depends on cryptography)
 from cryptography.hazmat.primitives import serialization  # noqa: E402
 
-from mongocore.address import Address  # noqa: E402
-from mongocore.auth import (  # noqa: E402
-    MONGODB_X509,
-    SCRAM_SHA_1,
-    SCRAM_SHA_256,
-    authenticator_for,
-    in_authentication,
-)
-from mongocore.client import Client  # noqa: E402
-from mongocore.description.types import ServerType  # noqa: E402
-from mongocore.errors import (  # noqa: E402
-    AuthenticationError,
-    ConfigurationError,
-    NetworkError,
-    NetworkTimeout,
-    OperationFailure,
-)
-from mongocore.events import (  # noqa: E402
+from mongocore.api.client import Client  # noqa: E402
+from mongocore.core.address import Address  # noqa: E402
+from mongocore.core.description.types import ServerType  # noqa: E402
+from mongocore.core.events import (  # noqa: E402
     CommandListener,
     ConnectionPoolListener,
     PoolClearedEvent,
@@ -52,9 +38,23 @@ from mongocore.events import (  # noqa: E402
     ServerListener,
     TopologyListener,
 )
+from mongocore.core.options import ClientOptions  # noqa: E402
+from mongocore.errors import (  # noqa: E402
+    AuthenticationError,
+    ConfigurationError,
+    NetworkError,
+    NetworkTimeout,
+    OperationFailure,
+)
+from mongocore.io.auth import (  # noqa: E402
+    MONGODB_X509,
+    SCRAM_SHA_1,
+    SCRAM_SHA_256,
+    authenticator_for,
+    in_authentication,
+)
 from mongocore.io.connection import Connection, ConnectionSettings, connect  # noqa: E402
 from mongocore.io.srv import options_with_seedlist  # noqa: E402
-from mongocore.options import ClientOptions  # noqa: E402
 from mongocore.sim import ReplicaSet, Standalone, User, server_tls_context  # noqa: E402
 from mongocore.sim.member import Process  # noqa: E402
 from tests.unit.test_srv import FakeResolver  # noqa: E402

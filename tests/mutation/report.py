@@ -36,10 +36,10 @@ EQUIVALENTS = Path(__file__).with_name("equivalent_mutants.toml")
 TARGET = 0.95
 #: Mutant name prefix -> area, in the order of the table.
 AREAS = {
-    "mongocore.description.": "description/",
-    "mongocore.selection.": "selection/",
-    "mongocore.wire.": "wire/",
-    "mongocore.retry.": "retry.py (policy)",
+    "mongocore.core.description.": "core/description/",
+    "mongocore.core.selection.": "core/selection/",
+    "mongocore.core.wire.": "core/wire/",
+    "mongocore.core.retry_policy.": "core/retry_policy.py",
 }
 #: Statuses that count as detected by the tests (a timeout is a mutant that never ends).
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}

@@ -12,14 +12,14 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address, parse_address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import DEFAULT_HEARTBEAT_FREQUENCY_MS, TopologySettings
-from mongocore.description.topology import CLIENT_MIN_WIRE_VERSION, TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address, parse_address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import DEFAULT_HEARTBEAT_FREQUENCY_MS, TopologySettings
+from mongocore.core.description.topology import CLIENT_MIN_WIRE_VERSION, TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.core.selection.selectors import in_latency_window, select_server, select_servers
 from mongocore.errors import InvalidReadPreference
-from mongocore.selection.read_preference import ReadPreference
-from mongocore.selection.selectors import in_latency_window, select_server, select_servers
 
 # A server whose entry names no maxWireVersion is one the client can speak to: the
 # oldest wire version mongocore supports (>= 5, so maxStalenessSeconds is allowed).

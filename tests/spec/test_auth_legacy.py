@@ -19,10 +19,10 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.auth import SUPPORTED_MECHANISMS, Authenticator, authenticator_for
-from mongocore.credentials import MONGODB_X509, Credentials, credentials_for
+from mongocore.core.credentials import MONGODB_X509, Credentials, credentials_for
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError
-from mongocore.options import ClientOptions
+from mongocore.io.auth import SUPPORTED_MECHANISMS, Authenticator, authenticator_for
 from tests.spec import deviations, specdata
 
 SUITE = "auth/tests/legacy"

@@ -27,9 +27,8 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
-from mongocore.events import (
+from mongocore.core.address import Address
+from mongocore.core.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
     ConnectionCheckOutFailedEvent,
@@ -44,6 +43,7 @@ from mongocore.events import (
     PoolCreatedEvent,
     PoolReadyEvent,
 )
+from mongocore.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
 from mongocore.io.pool import Pool, pool_options_from_mapping
 from mongocore.sim import Standalone

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mongocore.address import Address, parse_address
-from mongocore.selection.read_preference import NEAREST
-from mongocore.selection.selectors import in_latency_window, select_server, select_servers
+from mongocore.core.address import Address, parse_address
+from mongocore.core.selection.read_preference import NEAREST
+from mongocore.core.selection.selectors import in_latency_window, select_server, select_servers
 from tests.spec import specdata
 from tests.spec.deviations import deviation
 from tests.spec.selection_support import addresses, topology_description

@@ -45,11 +45,11 @@ import dns.resolver
 import pytest
 import trustme
 
-from mongocore.client import Client
+from mongocore.api.client import Client
+from mongocore.core.events import TopologyDescriptionChangedEvent, TopologyListener
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError
-from mongocore.events import TopologyDescriptionChangedEvent, TopologyListener
 from mongocore.io.srv import DnsPythonResolver
-from mongocore.options import ClientOptions
 from mongocore.sim import LoadBalanced, MemberConfig, ReplicaSet, ShardedCluster
 from tests.spec import deviations, specdata
 from tests.spec.dns_zone import DnsServer, Zone, parse_records

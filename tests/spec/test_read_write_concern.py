@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 
-from mongocore.collection import ReadConcern, WriteConcern
+from mongocore.core.options import ClientOptions
+from mongocore.core.uri import parse_uri
 from mongocore.errors import ConfigurationError
-from mongocore.options import ClientOptions
-from mongocore.uri import parse_uri
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 from tests.spec import deviations, uri_runner
 
 CONNECTION_STRING = "read-write-concern/tests/connection-string"

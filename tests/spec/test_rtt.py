@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mongocore.selection.rtt import RoundTripTime
+from mongocore.core.selection.rtt import RoundTripTime
 from tests.spec import specdata
 
 SUITE = "server-selection/tests/rtt"

@@ -13,12 +13,12 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address, parse_address
-from mongocore.description.errors import ApplicationError, ErrorKind, classify
-from mongocore.description.server import ServerDescription, TopologyVersion
-from mongocore.description.topology import TopologyDescription, Transition, apply
-from mongocore.description.types import TopologyType
-from mongocore.events import (
+from mongocore.core.address import Address, parse_address
+from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
+from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.topology import TopologyDescription, Transition, apply
+from mongocore.core.description.types import TopologyType
+from mongocore.core.events import (
     SdamEvent,
     ServerClosedEvent,
     ServerDescriptionChangedEvent,
@@ -28,7 +28,7 @@ from mongocore.events import (
     events_for_opening,
     events_for_transition,
 )
-from mongocore.options import ClientOptions
+from mongocore.core.options import ClientOptions
 from tests.spec import specdata
 
 SUITES = ["single", "rs", "sharded", "errors", "monitoring", "load-balanced"]

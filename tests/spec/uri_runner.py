@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from mongocore.address import DEFAULT_PORT, Address
+from mongocore.core.address import DEFAULT_PORT, Address
+from mongocore.core.uri import ConnectionString, UnknownOptionWarning
+from mongocore.core.uri import parse_uri as _parse_uri
 from mongocore.errors import ConfigurationError, InvalidURI
-from mongocore.uri import ConnectionString, UnknownOptionWarning
-from mongocore.uri import parse_uri as _parse_uri
 from tests.spec import deviations, specdata
 
 

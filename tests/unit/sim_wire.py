@@ -6,7 +6,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from mongocore.wire import (
+from mongocore.core.wire import (
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     EXHAUST_ALLOWED,
     MORE_TO_COME,

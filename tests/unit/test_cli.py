@@ -8,10 +8,9 @@ import time
 
 import pytest
 
-from mongocore import cli_view
-from mongocore.address import parse_address
-from mongocore.cli import build_deployment, build_parser, main, replay, stop_on_signals, watch
-from mongocore.cli_view import (
+from mongocore.cli import view as cli_view
+from mongocore.cli.main import build_deployment, build_parser, main, replay, stop_on_signals, watch
+from mongocore.cli.view import (
     EventFeed,
     ServerRow,
     change_line,
@@ -21,10 +20,11 @@ from mongocore.cli_view import (
     server_rows,
     want_rich,
 )
-from mongocore.description.server import ServerDescription
-from mongocore.description.topology import TopologyDescription, apply
-from mongocore.description.types import TopologyType
-from mongocore.events import (
+from mongocore.core.address import parse_address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.types import TopologyType
+from mongocore.core.events import (
     ServerClosedEvent,
     ServerDescriptionChangedEvent,
     ServerListener,
@@ -32,7 +32,7 @@ from mongocore.events import (
     TopologyDescriptionChangedEvent,
     TopologyListener,
 )
-from mongocore.options import ClientOptions
+from mongocore.core.options import ClientOptions
 
 
 def test_replay_walks_through_discovery_step_down_and_election() -> None:
@@ -54,7 +54,7 @@ def test_version(capsys: object) -> None:
     assert main(["version"]) == 0
 
 
-# --- the topology view (mongocore.cli_view) -----------------------------------------
+# --- the topology view (mongocore.cli.view) -----------------------------------------
 
 
 def _replica_set_view() -> TopologyDescription:

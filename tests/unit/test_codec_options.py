@@ -1,4 +1,4 @@
-"""Codec options (mongocore.codec): built from the connection string and the client's
+"""Codec options (mongocore.core.codec): built from the connection string and the client's
 keywords as pymongo builds them, inherited by databases and collections and overridden
 by get_database/get_collection/with_options; documents re-encoded and re-decoded with
 them, and left alone with the defaults.
@@ -28,12 +28,14 @@ from bson.codec_options import (
 )
 from bson.raw_bson import RawBSONDocument
 
-from mongocore import codec
-from mongocore.client import Client
-from mongocore.collection import Database, ReadConcern, WriteConcern
+from mongocore.api.client import Client
+from mongocore.api.database import Database
+from mongocore.core import codec
+from mongocore.core.options import ClientOptions
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import ConfigurationError, InvalidOperation
-from mongocore.options import ClientOptions
-from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 
 NOWHERE = "mongodb://127.0.0.1:9"
 

@@ -1,4 +1,4 @@
-"""The command log messages of mongocore.command_log: fields, text, redaction of
+"""The command log messages of mongocore.io.command_log: fields, text, redaction of
 sensitive commands, and that a disabled logger costs nothing."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from mongocore import command_log as cl
-from mongocore.address import Address
+from mongocore.core.address import Address
+from mongocore.core.events import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
 from mongocore.errors import NetworkError, OperationFailure
-from mongocore.events import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
-from mongocore.log_messages import structured_data
+from mongocore.io import command_log as cl
+from mongocore.io.log_messages import structured_data
 
 ADDRESS = Address("db1.example.com", 27017)
 TOPOLOGY = ObjectId()

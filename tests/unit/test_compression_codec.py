@@ -9,16 +9,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore import compression
-from mongocore.compression import (
+from mongocore.core import compression
+from mongocore.core.compression import (
     COMPRESSOR_IDS,
     available_compressors,
     compressor_for,
     is_compressible,
     negotiate,
 )
-from mongocore.errors import ConfigurationError, ProtocolError
-from mongocore.wire import (
+from mongocore.core.wire import (
     CHECKSUM_PRESENT,
     HEADER_SIZE,
     OpCode,
@@ -34,6 +33,7 @@ from mongocore.wire import (
     pack_header,
     unpack_header,
 )
+from mongocore.errors import ConfigurationError, ProtocolError
 
 MAX = 48_000_000
 COMPRESSORS = ["noop", *available_compressors()]

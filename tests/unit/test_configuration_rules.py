@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.settings import TopologySettings, check_configuration
+from mongocore.core.address import Address
+from mongocore.core.description.settings import TopologySettings, check_configuration
 from mongocore.errors import ConfigurationError
 
 A = Address("a", 27017)

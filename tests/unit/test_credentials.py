@@ -1,15 +1,15 @@
-"""Credentials of every mechanism (mongocore.credentials) and which ones a client can
-use (mongocore.auth.authenticator_for); the official cases are in
+"""Credentials of every mechanism (mongocore.core.credentials) and which ones a client can
+use (mongocore.io.auth.authenticator_for); the official cases are in
 tests/spec/test_auth_legacy.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from mongocore.auth import authenticator_for
-from mongocore.credentials import Credentials, credentials_for
+from mongocore.core.credentials import Credentials, credentials_for
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError
-from mongocore.options import ClientOptions
+from mongocore.io.auth import authenticator_for
 
 
 def creds(uri: str, **kwargs: object) -> Credentials | None:

@@ -14,24 +14,22 @@ import bson
 import pytest
 from bson import Int64
 
-from mongocore.address import Address
-from mongocore.collection import (
+from mongocore.api.bulk import _Batch, _BulkWrite
+from mongocore.api.collection import Collection
+from mongocore.api.command_cursor import CommandCursor, _command_namespace
+from mongocore.api.cursor import Cursor
+from mongocore.api.cursor_options import index_spec, slice_bounds
+from mongocore.api.operations import UpdateOne
+from mongocore.api.results import (
     BulkWriteResult,
-    Collection,
-    CommandCursor,
-    Cursor,
     DeleteResult,
     InsertManyResult,
     InsertOneResult,
-    UpdateOne,
     UpdateResult,
-    _Batch,
-    _BulkWrite,
-    _command_namespace,
 )
-from mongocore.cursor_options import index_spec, slice_bounds
+from mongocore.core.address import Address
 from mongocore.errors import InvalidOperation
-from mongocore.retry import CommandOutcome, Operation
+from mongocore.io.executor import CommandOutcome, Operation
 
 ADDRESS = Address("db.example", 27017)
 

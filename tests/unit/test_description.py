@@ -8,18 +8,18 @@ from typing import Any
 import pytest
 from bson import Int64, ObjectId
 
-from mongocore.address import Address
-from mongocore.description.errors import ApplicationError, ErrorKind, classify
-from mongocore.description.server import (
+from mongocore.core.address import Address
+from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
+from mongocore.core.description.server import (
     ServerDescription,
     TopologyVersion,
     compare_topology_version,
 )
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply, remove_all
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.events import events_for_closing
 from mongocore.errors import ConfigurationError
-from mongocore.events import events_for_closing
 
 A = Address("a", 27017)
 B = Address("b", 27017)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mongocore import DRIVER_NAME, __version__
-from mongocore.client import Client
+from mongocore.api.client import Client
 from mongocore.driver_info import DriverInfo, DriverInfoList, append_driver_info
 from mongocore.errors import ConfigurationError
 from mongocore.io.connection import client_metadata

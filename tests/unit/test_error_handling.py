@@ -14,8 +14,8 @@ from typing import Any, Optional
 import pytest
 from bson import Int64, ObjectId
 
-from mongocore.address import Address
-from mongocore.description.errors import (
+from mongocore.core.address import Address
+from mongocore.core.description.errors import (
     ApplicationError,
     ErrorKind,
     classify,
@@ -24,10 +24,10 @@ from mongocore.description.errors import (
     is_state_change_error,
     state_change_of,
 )
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a", 27017)
 SERVICE = ObjectId("0123456789ab0123456789ab")

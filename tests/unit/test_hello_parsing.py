@@ -14,9 +14,9 @@ from typing import Any, Optional
 import pytest
 from bson import DatetimeMS, ObjectId
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription, TopologyVersion
-from mongocore.description.types import ServerType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.types import ServerType
 
 A = Address("a", 27017)
 B = Address("b", 27017)

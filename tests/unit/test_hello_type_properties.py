@@ -18,11 +18,11 @@ from bson.int64 import Int64
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.types import ServerType, TopologyType
 
 MEMBERS = [Address(f"h{i}", 27017) for i in range(3)]
 SETTINGS = TopologySettings(seeds=tuple(MEMBERS), replica_set="rs")

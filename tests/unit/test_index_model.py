@@ -9,7 +9,7 @@ import pytest
 from pymongo.collation import Collation
 
 import mongocore
-from mongocore.index_model import IndexModel, index_key_document, index_name
+from mongocore.api.index_model import IndexModel, index_key_document, index_name
 
 SPECS: list[tuple[Any, dict[str, Any]]] = [
     ("sku", {}),

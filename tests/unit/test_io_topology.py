@@ -8,10 +8,12 @@ from typing import Any, Optional
 import pytest
 from bson import ObjectId
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.events import EventPublisher, ServerListener, TopologyListener
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     NetworkError,
     NetworkTimeout,
@@ -19,9 +21,7 @@ from mongocore.errors import (
     PoolClearedError,
     ServerSelectionTimeoutError,
 )
-from mongocore.events import EventPublisher, ServerListener, TopologyListener
 from mongocore.io.topology import Topology
-from mongocore.selection.read_preference import Mode, ReadPreference
 
 A, B, C = (Address(h, 27017) for h in "abc")
 

@@ -13,14 +13,14 @@ from typing import Optional
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.selection.read_preference import NEAREST, SECONDARY, Mode, ReadPreference
-from mongocore.selection.rtt import RoundTripTime
-from mongocore.selection.selectors import in_latency_window, select_server, select_servers
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import NEAREST, SECONDARY, Mode, ReadPreference
+from mongocore.core.selection.rtt import RoundTripTime
+from mongocore.core.selection.selectors import in_latency_window, select_server, select_servers
 
 S = ServerType
 T = TopologyType

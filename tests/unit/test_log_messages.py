@@ -1,4 +1,4 @@
-"""The SDAM log messages of mongocore.log_messages: fields, text, truncation, and that a
+"""The SDAM log messages of mongocore.io.log_messages: fields, text, truncation, and that a
 disabled logger costs nothing."""
 
 from __future__ import annotations
@@ -11,14 +11,12 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from mongocore import log_messages as lm
-from mongocore.address import Address
-from mongocore.client import Client
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import TopologyType
-from mongocore.errors import NetworkError, OperationFailure
-from mongocore.events import (
+from mongocore.api.client import Client
+from mongocore.core.address import Address
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import TopologyType
+from mongocore.core.events import (
     EventPublisher,
     ServerClosedEvent,
     ServerHeartbeatFailedEvent,
@@ -29,6 +27,8 @@ from mongocore.events import (
     TopologyDescriptionChangedEvent,
     TopologyOpeningEvent,
 )
+from mongocore.errors import NetworkError, OperationFailure
+from mongocore.io import log_messages as lm
 
 ADDRESS = Address("db1.example.com", 27017)
 

@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from mongocore import options as options_module
-from mongocore.client import Client
-from mongocore.errors import ConfigurationError
-from mongocore.option_names import NOT_SUPPORTED, UnknownOptionWarning
-from mongocore.options import CLIENT_KEYWORDS, ClientOptions
-from mongocore.uri import (
+from mongocore.api.client import Client
+from mongocore.core import options as options_module
+from mongocore.core.option_names import NOT_SUPPORTED, UnknownOptionWarning
+from mongocore.core.options import CLIENT_KEYWORDS, ClientOptions
+from mongocore.core.uri import (
     DEPRECATED_OPTIONS,
     OPTIONS,
     URI_OPTION_SPELLINGS,
     parse_uri,
     validate_option,
 )
+from mongocore.errors import ConfigurationError
 
 
 def _unknown_option_warnings(uri: str, *, warn: bool = False) -> list[warnings.WarningMessage]:
@@ -119,7 +119,7 @@ def test_the_warning_is_a_user_warning_shown_by_default_filters() -> None:
     # A fresh interpreter, with Python's default filters only.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     code = (
-        "from mongocore.options import ClientOptions\n"
+        "from mongocore.core.options import ClientOptions\n"
         "ClientOptions.from_uri('mongodb://h/?retryWrite=true')\n"
     )
     result = subprocess.run(

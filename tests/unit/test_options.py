@@ -1,4 +1,4 @@
-"""Unit tests for mongocore.options.ClientOptions."""
+"""Unit tests for mongocore.core.options.ClientOptions."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.settings import TopologySettings
+from mongocore.core.address import Address
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, InvalidURI
-from mongocore.options import ClientOptions
 
 
 def test_defaults() -> None:

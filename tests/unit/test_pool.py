@@ -18,14 +18,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from mongocore.address import Address
-from mongocore.errors import (
-    ConfigurationError,
-    PoolClearedError,
-    PoolClosedError,
-    WaitQueueTimeoutError,
-)
-from mongocore.events import (
+from mongocore.core.address import Address
+from mongocore.core.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
     ConnectionCheckOutFailedEvent,
@@ -39,6 +33,12 @@ from mongocore.events import (
     PoolClosedEvent,
     PoolCreatedEvent,
     PoolReadyEvent,
+)
+from mongocore.errors import (
+    ConfigurationError,
+    PoolClearedError,
+    PoolClosedError,
+    WaitQueueTimeoutError,
 )
 from mongocore.io.pool import (
     Pool,

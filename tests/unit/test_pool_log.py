@@ -1,4 +1,4 @@
-"""The connection pool log messages of mongocore.pool_log: fields, text, reasons and
+"""The connection pool log messages of mongocore.io.pool_log: fields, text, reasons and
 errors, what a pool and a client log, and that a disabled logger costs nothing."""
 
 from __future__ import annotations
@@ -10,11 +10,9 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from mongocore import pool_log as pl
-from mongocore.address import Address
-from mongocore.client import Client
-from mongocore.errors import NetworkError, OperationFailure, PoolClearedError
-from mongocore.events import (
+from mongocore.api.client import Client
+from mongocore.core.address import Address
+from mongocore.core.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
     ConnectionCheckOutFailedEvent,
@@ -28,8 +26,10 @@ from mongocore.events import (
     PoolCreatedEvent,
     PoolReadyEvent,
 )
+from mongocore.errors import NetworkError, OperationFailure, PoolClearedError
+from mongocore.io import pool_log as pl
+from mongocore.io.log_messages import structured_data
 from mongocore.io.pool import Pool, PoolOptions
-from mongocore.log_messages import structured_data
 from tests.fake_connection import FakeConnection
 
 ADDRESS = Address("db1.example.com", 27017)

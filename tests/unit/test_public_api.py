@@ -19,21 +19,21 @@ from pymongo.collation import Collation
 import mongocore
 import mongocore.read_concern
 import mongocore.write_concern
-from mongocore.client import Client
-from mongocore.collection import (
+from mongocore.api.client import Client
+from mongocore.api.cursor_type import CursorType, check_cursor_type
+from mongocore.api.mongo_client import MongoClient, seed_list
+from mongocore.api.operations import (
     DeleteMany,
     DeleteOne,
     InsertOne,
-    ReadConcern,
     ReplaceOne,
     UpdateMany,
     UpdateOne,
-    WriteConcern,
 )
-from mongocore.cursor_type import CursorType, check_cursor_type
 from mongocore.errors import ConfigurationError
-from mongocore.mongo_client import MongoClient, seed_list
+from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import Nearest, Secondary, SecondaryPreferred
+from mongocore.write_concern import WriteConcern
 
 #: pymongo's top-level names mongocore leaves out on purpose (asyncio, the C extension
 #: flag, pymongo's wire version bounds and its timeout context manager).
@@ -311,8 +311,8 @@ def test_importing_mongocore_stays_cheap() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     loaded = set(result.stdout.split())
-    assert "mongocore.client" in loaded  # the check sees what the package imports
-    for heavy in ("mongocore.sim", "mongocore.cli", "mongocore.cli_view", "rich", "mongomock"):
+    assert "mongocore.api.client" in loaded  # the check sees what the package imports
+    for heavy in ("mongocore.sim", "mongocore.cli", "mongocore.cli.view", "rich", "mongomock"):
         assert heavy not in loaded, heavy
         assert not any(name.startswith(heavy + ".") for name in loaded), heavy
     # dnspython's resolver loads with the first mongodb+srv:// lookup, not before.

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description import topology as topology_module
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description import topology as topology_module
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.selectors import select_servers
 from mongocore.errors import InvalidReadPreference
-from mongocore.selection.read_preference import Mode, ReadPreference
-from mongocore.selection.selectors import select_servers
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,14 @@ import pymongo.read_preferences as pm
 import pytest
 
 import mongocore
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import Mode, read_preference_for_server
+from mongocore.core.selection.read_preference import ReadPreference as SelectionReadPreference
+from mongocore.core.selection.selectors import select_servers
 from mongocore.errors import InvalidReadPreference
 from mongocore.read_preferences import (
     Nearest,
@@ -33,9 +36,6 @@ from mongocore.read_preferences import (
     from_read_preference,
     read_preference_options,
 )
-from mongocore.selection.read_preference import Mode, read_preference_for_server
-from mongocore.selection.read_preference import ReadPreference as SelectionReadPreference
-from mongocore.selection.selectors import select_servers
 
 CLASSES = {
     "Primary": (Primary, pm.Primary),

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.errors import NetworkError, OperationFailure, PoolClearedError, WriteConcernError
-from mongocore.retry import (
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.retry_policy import (
     WritePolicy,
-    apply_read_preference,
     is_retryable_read_command,
     is_retryable_read_error,
     is_retryable_write_command,
     is_retryable_write_error,
 )
-from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.errors import NetworkError, OperationFailure, PoolClearedError, WriteConcernError
+from mongocore.io.executor import apply_read_preference
 
 ADDRESS = Address("db", 27017)
 

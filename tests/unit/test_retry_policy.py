@@ -12,9 +12,26 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.retry_policy import (
+    NO_WRITES_PERFORMED,
+    RETRYABLE_WRITE_ERROR,
+    SEED_RETRYABLE_READ_CODES,
+    ReadPolicy,
+    SingleAttemptPolicy,
+    WritePolicy,
+    caller_can_infer_attempt,
+    is_retryable_read_command,
+    is_retryable_read_error,
+    is_retryable_write_command,
+    is_retryable_write_error,
+    needs_retryable_write_label,
+    supports_retryable_reads,
+    supports_retryable_writes,
+)
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     ConfigurationError,
     DocumentTooLarge,
@@ -27,24 +44,7 @@ from mongocore.errors import (
     WaitQueueTimeoutError,
     WriteConcernError,
 )
-from mongocore.retry import (
-    NO_WRITES_PERFORMED,
-    RETRYABLE_WRITE_ERROR,
-    SEED_RETRYABLE_READ_CODES,
-    ReadPolicy,
-    SingleAttemptPolicy,
-    WritePolicy,
-    apply_read_preference,
-    caller_can_infer_attempt,
-    is_retryable_read_command,
-    is_retryable_read_error,
-    is_retryable_write_command,
-    is_retryable_write_error,
-    needs_retryable_write_label,
-    supports_retryable_reads,
-    supports_retryable_writes,
-)
-from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.io.executor import apply_read_preference
 
 ADDRESS = Address("db1", 27017)
 

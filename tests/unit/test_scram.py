@@ -12,7 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.auth import (
+from mongocore.core.options import ClientOptions
+from mongocore.errors import AuthenticationError, ConfigurationError
+from mongocore.io.auth import (
     MONGODB_X509,
     SCRAM_SHA_1,
     SCRAM_SHA_256,
@@ -26,9 +28,7 @@ from mongocore.auth import (
     select_default_mechanism,
     speculative_auth_for,
 )
-from mongocore.errors import AuthenticationError, ConfigurationError
 from mongocore.io.connection import ConnectionSettings
-from mongocore.options import ClientOptions
 from mongocore.sim import Security, User
 from mongocore.sim.codes import CommandError
 

@@ -8,12 +8,12 @@ from bson import ObjectId
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.address import Address
-from mongocore.description.errors import ApplicationError, ErrorKind, classify
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.errors import ConfigurationError
 
 ADDRESSES = [Address(f"h{i}", 27017) for i in range(7)]

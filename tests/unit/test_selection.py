@@ -12,14 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.address import Address
-from mongocore.description import topology as topology_module
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.errors import ConfigurationError, IncompatibleServerError, InvalidReadPreference
-from mongocore.selection.read_preference import (
+from mongocore.core.address import Address
+from mongocore.core.description import topology as topology_module
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import (
     NEAREST,
     PRIMARY,
     PRIMARY_PREFERRED,
@@ -30,13 +29,14 @@ from mongocore.selection.read_preference import (
     ReadPreferenceForServer,
     read_preference_for_server,
 )
-from mongocore.selection.rtt import RoundTripTime, RoundTripTimeAverager
-from mongocore.selection.selectors import (
+from mongocore.core.selection.rtt import RoundTripTime, RoundTripTimeAverager
+from mongocore.core.selection.selectors import (
     in_latency_window,
     select_server,
     select_servers,
     staleness,
 )
+from mongocore.errors import ConfigurationError, IncompatibleServerError, InvalidReadPreference
 
 S = ServerType
 T = TopologyType

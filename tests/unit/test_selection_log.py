@@ -1,4 +1,4 @@
-"""The server selection log messages of mongocore.selection_log: fields, text, levels,
+"""The server selection log messages of mongocore.io.selection_log: fields, text, levels,
 the once-per-operation waiting message, what the live topology logs, and that a
 disabled logger costs nothing."""
 
@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from mongocore import selection_log as sl
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import TopologyType
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import TopologyType
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import ConfigurationError, ServerSelectionTimeoutError
-from mongocore.log_messages import structured_data
-from mongocore.selection.read_preference import Mode, ReadPreference
+from mongocore.io import selection_log as sl
+from mongocore.io.log_messages import structured_data
 from tests.unit.test_io_topology import A, B, make, primary
 
 TOPOLOGY_ID = ObjectId()

@@ -13,8 +13,8 @@ from typing import Any
 from bson import Binary, Int64, Timestamp
 
 from mongocore.errors import NetworkError, OperationFailure
-from mongocore.monitoring import is_sensitive, next_operation_id, redacted_failure
-from mongocore.session import (
+from mongocore.io.command_monitoring import is_sensitive, next_operation_id, redacted_failure
+from mongocore.io.sessions import (
     ClusterClock,
     ServerSession,
     ServerSessionPool,

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 from bson import Int64
 
+from mongocore.core.wire import MORE_TO_COME, encode_op_msg, next_request_id
 from mongocore.sim import ReplicaSet, ShardedCluster
-from mongocore.wire import MORE_TO_COME, encode_op_msg, next_request_id
 from tests.unit.sim_wire import RawClient, connect
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 from bson import Int64, ObjectId, Timestamp
 
+from mongocore.core.wire import MORE_TO_COME, REPLY_QUERY_FAILURE, OpMsg
 from mongocore.sim import (
     BUILD_VERSION,
     LoadBalanced,
@@ -19,7 +20,6 @@ from mongocore.sim import (
     Standalone,
     election_id,
 )
-from mongocore.wire import MORE_TO_COME, REPLY_QUERY_FAILURE, OpMsg
 from tests.unit.sim_wire import RawClient, connect
 
 

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.address import Address
-from mongocore.description.types import TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.types import TopologyType
+from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, InvalidURI
 from mongocore.io.srv import (
     MIN_RESCAN_SRV_INTERVAL,
@@ -38,7 +39,6 @@ from mongocore.io.srv import (
     srv_query_name,
     updated_srv_hosts,
 )
-from mongocore.options import ClientOptions
 
 SrvAnswer = Union[Sequence[tuple[str, int]], Exception]
 TxtAnswer = Union[Sequence[str], Exception]

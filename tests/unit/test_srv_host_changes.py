@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply, apply_srv_hosts
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply, apply_srv_hosts
+from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a.example.com", 27017)
 B = Address("b.example.com", 27017)

@@ -13,13 +13,13 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription
-from mongocore.description.types import ServerType, TopologyType
-from mongocore.selection.read_preference import Mode, ReadPreference
-from mongocore.selection.selectors import select_servers, staleness
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.selectors import select_servers, staleness
 
 S = ServerType
 

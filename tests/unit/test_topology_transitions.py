@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from mongocore.address import Address
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import TopologyDescription, apply, remove_all
-from mongocore.description.types import ServerType, TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a", 27017)
 B = Address("b", 27017)

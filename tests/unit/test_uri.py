@@ -1,4 +1,4 @@
-"""Unit and property tests for mongocore.uri (connection string parsing)."""
+"""Unit and property tests for mongocore.core.uri (connection string parsing)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mongocore.address import DEFAULT_PORT, Address
+from mongocore.core.address import DEFAULT_PORT, Address
+from mongocore.core.uri import canonical_option_name, parse_uri, validate_option
 from mongocore.errors import ConfigurationError, InvalidURI
-from mongocore.uri import canonical_option_name, parse_uri, validate_option
 
 # The warnings these tests provoke are what they assert on (parsed.warnings); they
 # are not left for the run to report.
-pytestmark = pytest.mark.filterwarnings("ignore::mongocore.uri.UnknownOptionWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::mongocore.core.uri.UnknownOptionWarning")
 
 # --- structure -------------------------------------------------------------------
 

@@ -15,8 +15,7 @@ import pytest
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
-from mongocore.errors import DocumentTooLarge, NetworkError, OperationFailure, ProtocolError
-from mongocore.wire import (
+from mongocore.core.wire import (
     CHECKSUM_PRESENT,
     COMMAND_OVERHEAD,
     DEFAULT_MAX_BSON_OBJECT_SIZE,
@@ -58,6 +57,7 @@ from mongocore.wire import (
     split_batches,
     unpack_header,
 )
+from mongocore.errors import DocumentTooLarge, NetworkError, OperationFailure, ProtocolError
 
 MAX = DEFAULT_MAX_MESSAGE_SIZE_BYTES
 

@@ -19,9 +19,8 @@ from bson.binary import UuidRepresentation
 from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
-from mongocore.compression import compressor_for
-from mongocore.errors import DocumentTooLarge, OperationFailure, ProtocolError
-from mongocore.wire import (
+from mongocore.core.compression import compressor_for
+from mongocore.core.wire import (
     CHECKSUM_PRESENT,
     HEADER_SIZE,
     MAX_INT32,
@@ -48,7 +47,8 @@ from mongocore.wire import (
     split_batches,
     unpack_header,
 )
-from mongocore.wire.legacy import decode_op_query, decode_op_reply
+from mongocore.core.wire.legacy import decode_op_query, decode_op_reply
+from mongocore.errors import DocumentTooLarge, OperationFailure, ProtocolError
 
 MAX = 48_000_000
 ORDERED: CodecOptions[Any] = CodecOptions(document_class=OrderedDict)

@@ -17,8 +17,7 @@ import mockupdb
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from mongocore.errors import NetworkError, ProtocolError
-from mongocore.wire import (
+from mongocore.core.wire import (
     CHECKSUM_PRESENT,
     EXHAUST_ALLOWED,
     HEADER_SIZE,
@@ -38,6 +37,7 @@ from mongocore.wire import (
     read_message,
     split_batches,
 )
+from mongocore.errors import NetworkError, ProtocolError
 
 MAX = 48_000_000
 

@@ -5,7 +5,7 @@ Specs: MongoDB Handshake ("Connection handshake", "Hello Command", "client.env",
 ("Establishing a Connection"); Load Balancer Support ("Connection Establishment");
 Authentication ("Authentication Handshake"); Wire Compression in Drivers ("MongoDB
 Handshake Amendment", "Messages not allowed to be compressed"); OP_MSG (document
-sequences, moreToCome and exhaustAllowed) through :mod:`mongocore.wire`.
+sequences, moreToCome and exhaustAllowed) through :mod:`mongocore.core.wire`.
 
 Establishing a connection (:func:`connect`):
 
@@ -21,7 +21,7 @@ Establishing a connection (:func:`connect`):
    reply is the connection's own: its wire version, its size limits, its server-side
    connectionId, the compressor to use and, behind a load balancer, its serviceId.
 3. Authentication: the ``authenticate`` hook of :func:`connect` (see
-   :mod:`mongocore.auth`). Monitoring connections never authenticate. An error raised
+   :mod:`mongocore.io.auth`). Monitoring connections never authenticate. An error raised
    there is marked (:func:`in_authentication`) for SDAM's error handling.
 
 ``connect_timeout`` is one deadline for all three steps together (every address
@@ -65,35 +65,17 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checka
 
 import bson
 
-from mongocore import DRIVER_NAME, __version__
-from mongocore.address import Address
-from mongocore.compression import (
+from mongocore._version import DRIVER_NAME, __version__
+from mongocore.core.address import Address
+from mongocore.core.compression import (
     Compressor,
     available_compressors,
     compressor_for,
     is_compressible,
     negotiate,
 )
-from mongocore.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
-from mongocore.driver_info import DriverInfo, DriverInfoList, append_driver_info
-from mongocore.errors import (
-    ConfigurationError,
-    MongoCoreError,
-    NetworkError,
-    NetworkTimeout,
-    OperationFailure,
-    ProtocolError,
-    command_error_from_reply,
-)
-from mongocore.io.deadlines import (
-    deadline_after,
-    earliest,
-    recv_exactly,
-    send_all,
-    tls_handshake,
-)
-from mongocore.tls import ssl_context_for
-from mongocore.wire import (
+from mongocore.core.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
+from mongocore.core.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     DEFAULT_MAX_WRITE_BATCH_SIZE,
@@ -115,11 +97,29 @@ from mongocore.wire import (
     next_request_id,
     unpack_header,
 )
+from mongocore.driver_info import DriverInfo, DriverInfoList, append_driver_info
+from mongocore.errors import (
+    ConfigurationError,
+    MongoCoreError,
+    NetworkError,
+    NetworkTimeout,
+    OperationFailure,
+    ProtocolError,
+    command_error_from_reply,
+)
+from mongocore.io.deadlines import (
+    deadline_after,
+    earliest,
+    recv_exactly,
+    send_all,
+    tls_handshake,
+)
+from mongocore.io.tls import ssl_context_for
 
 if TYPE_CHECKING:
     from types import EllipsisType
 
-    from mongocore.options import ClientOptions
+    from mongocore.core.options import ClientOptions
 
 __all__ = [
     "MAX_APP_NAME_BYTES",
@@ -212,7 +212,7 @@ class ConnectionSettings:
     @classmethod
     def from_options(cls, options: ClientOptions) -> ConnectionSettings:
         """The settings a client's options ask for: timeouts, appname, load balancing,
-        TLS (see :func:`mongocore.tls.ssl_context_for`) and compression.
+        TLS (see :func:`mongocore.io.tls.ssl_context_for`) and compression.
 
         A configured compressor that is not installed here (zstd without
         ``zstandard``, snappy without ``python-snappy``) is left out of the handshake
@@ -1092,7 +1092,7 @@ def connect(
     ``monitoring``: a monitor's connection (reads use connect_timeout; never
     authenticates). ``cancellation`` lets another thread abort establishment.
     ``authenticate`` runs after a successful hello, for application connections only
-    (e.g. :class:`mongocore.auth.Authenticator`); if it is a
+    (e.g. :class:`mongocore.io.auth.Authenticator`); if it is a
     :class:`HandshakeAuthenticator`, its fields join the hello first.
 
     ``settings.connect_timeout`` is one deadline for the whole of it: TCP connect (every

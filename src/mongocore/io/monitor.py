@@ -49,13 +49,20 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Protocol
 
 from bson.int64 import Int64
 
-from mongocore.address import Address
-from mongocore.description.server import (
+from mongocore.core.address import Address
+from mongocore.core.description.server import (
     ServerDescription,
     TopologyVersion,
     compare_topology_version,
 )
-from mongocore.description.types import ServerType
+from mongocore.core.description.types import ServerType
+from mongocore.core.events import (
+    EventPublisher,
+    ServerHeartbeatFailedEvent,
+    ServerHeartbeatStartedEvent,
+    ServerHeartbeatSucceededEvent,
+)
+from mongocore.core.selection.rtt import RoundTripTimeAverager
 from mongocore.errors import (
     MongoCoreError,
     NetworkError,
@@ -63,18 +70,11 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
-from mongocore.events import (
-    EventPublisher,
-    ServerHeartbeatFailedEvent,
-    ServerHeartbeatStartedEvent,
-    ServerHeartbeatSucceededEvent,
-)
 from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
 from mongocore.io.connection import detect_faas as _detect_faas
-from mongocore.selection.rtt import RoundTripTimeAverager
 
 if TYPE_CHECKING:
-    from mongocore.options import ClientOptions
+    from mongocore.core.options import ClientOptions
 
 __all__ = [
     "MIN_HEARTBEAT_FREQUENCY",
@@ -130,7 +130,7 @@ class MonitorSettings:
 
     @classmethod
     def from_options(cls, options: ClientOptions) -> MonitorSettings:
-        """Settings from a :class:`mongocore.options.ClientOptions`."""
+        """Settings from a :class:`mongocore.core.options.ClientOptions`."""
         return cls(
             heartbeat_frequency=options.heartbeat_frequency_ms / 1000.0,
             connection=ConnectionSettings.from_options(options),

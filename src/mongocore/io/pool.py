@@ -60,15 +60,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, NamedTuple, Optional, Protocol, TypeVar, Union
 
-from mongocore.address import Address
-from mongocore.errors import (
-    ConfigurationError,
-    ConnectionFailure,
-    PoolClearedError,
-    PoolClosedError,
-    WaitQueueTimeoutError,
-)
-from mongocore.events import (
+from mongocore.core.address import Address
+from mongocore.core.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
     ConnectionCheckOutFailedEvent,
@@ -81,6 +74,13 @@ from mongocore.events import (
     PoolClosedEvent,
     PoolCreatedEvent,
     PoolReadyEvent,
+)
+from mongocore.errors import (
+    ConfigurationError,
+    ConnectionFailure,
+    PoolClearedError,
+    PoolClosedError,
+    WaitQueueTimeoutError,
 )
 
 __all__ = [

@@ -24,12 +24,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
-from mongocore.address import Address
-from mongocore.description.settings import TopologySettings
-from mongocore.description.types import TopologyType
+from mongocore.core.address import Address
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.types import TopologyType
+from mongocore.core.options import ClientOptions
+from mongocore.core.uri import canonical_option_name, validate_option
 from mongocore.errors import ConfigurationError, InvalidURI
-from mongocore.options import ClientOptions
-from mongocore.uri import canonical_option_name, validate_option
 
 __all__ = [
     "MIN_RESCAN_SRV_INTERVAL",

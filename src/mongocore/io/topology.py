@@ -23,18 +23,27 @@ from typing import Any, Callable, NoReturn, Optional, Protocol
 
 from bson import ObjectId
 
-from mongocore.address import Address
-from mongocore.description.errors import ApplicationError, ErrorDecision, ErrorKind, classify
-from mongocore.description.server import ServerDescription
-from mongocore.description.settings import TopologySettings
-from mongocore.description.topology import (
+from mongocore.core.address import Address
+from mongocore.core.description.errors import ApplicationError, ErrorDecision, ErrorKind, classify
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import (
     TopologyDescription,
     Transition,
     apply,
     apply_srv_hosts,
     remove_all,
 )
-from mongocore.description.types import TopologyType
+from mongocore.core.description.types import TopologyType
+from mongocore.core.events import (
+    EventPublisher,
+    SdamEvent,
+    events_for_closing,
+    events_for_opening,
+    events_for_transition,
+)
+from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.core.selection.selectors import select_server
 from mongocore.errors import (
     NetworkError,
     NetworkTimeout,
@@ -42,16 +51,7 @@ from mongocore.errors import (
     PoolClearedError,
     ServerSelectionTimeoutError,
 )
-from mongocore.events import (
-    EventPublisher,
-    SdamEvent,
-    events_for_closing,
-    events_for_opening,
-    events_for_transition,
-)
-from mongocore.selection.read_preference import ReadPreference
-from mongocore.selection.selectors import select_server
-from mongocore.selection_log import SelectionLog, selection_log
+from mongocore.io.selection_log import SelectionLog, selection_log
 
 _log = logging.getLogger("mongocore.topology")
 
@@ -385,7 +385,7 @@ class Topology:
         ``timeout`` seconds) with the read preference, the topology type and every
         server's type and last error in its message. ``operation`` and
         ``operation_id`` name what the server is for in the selection's log messages
-        (:mod:`mongocore.selection_log`), which are logged outside the lock.
+        (:mod:`mongocore.io.selection_log`), which are logged outside the lock.
         """
         if timeout is None:
             timeout = self._settings.server_selection_timeout_ms / 1000.0

@@ -26,6 +26,18 @@ from typing import Any, NamedTuple, Optional, Protocol
 
 from bson import Int64, ObjectId
 
+from mongocore.core.wire import (
+    MORE_TO_COME,
+    REPLY_AWAIT_CAPABLE,
+    REPLY_QUERY_FAILURE,
+    Message,
+    MsgHeader,
+    OpMsg,
+    OpQuery,
+    encode_op_msg,
+    encode_op_reply,
+    next_request_id,
+)
 from mongocore.sim.codes import (
     RETRYABLE_WRITE_CODES,
     STATE_CHANGE_CODES,
@@ -50,18 +62,6 @@ from mongocore.sim.security import AUTH_COMMANDS, Security
 from mongocore.sim.server import Connection, WireServer
 from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.store import DataStore, OpTime, ReplicaView
-from mongocore.wire import (
-    MORE_TO_COME,
-    REPLY_AWAIT_CAPABLE,
-    REPLY_QUERY_FAILURE,
-    Message,
-    MsgHeader,
-    OpMsg,
-    OpQuery,
-    encode_op_msg,
-    encode_op_reply,
-    next_request_id,
-)
 
 __all__ = [
     "ARBITER",

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Binary
 
-from mongocore.auth import MONGODB_X509, SCRAM_SHA_1, SCRAM_SHA_256, scram_password
-from mongocore.compression import COMPRESSOR_IDS, available_compressors
+from mongocore.core.compression import COMPRESSOR_IDS, available_compressors
+from mongocore.io.auth import MONGODB_X509, SCRAM_SHA_1, SCRAM_SHA_256, scram_password
 from mongocore.sim.codes import CommandError
 
 if TYPE_CHECKING:

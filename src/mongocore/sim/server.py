@@ -25,12 +25,9 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, NamedTuple, Optional
 
-from mongocore.compression import COMPRESSOR_NAMES as _COMPRESSOR_NAMES
-from mongocore.compression import Compressor, compressor_for
-from mongocore.errors import NetworkError, ProtocolError
-from mongocore.sim.codes import CloseConnection
-from mongocore.sim.security import rfc2253_subject
-from mongocore.wire import (
+from mongocore.core.compression import COMPRESSOR_NAMES as _COMPRESSOR_NAMES
+from mongocore.core.compression import Compressor, compressor_for
+from mongocore.core.wire import (
     DEFAULT_MAX_MESSAGE_SIZE_BYTES,
     HEADER_SIZE,
     Message,
@@ -44,6 +41,9 @@ from mongocore.wire import (
     encode_op_compressed,
     unpack_header,
 )
+from mongocore.errors import NetworkError, ProtocolError
+from mongocore.sim.codes import CloseConnection
+from mongocore.sim.security import rfc2253_subject
 
 __all__ = ["Connection", "Handler", "RequestRecord", "WireServer"]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongocore.collection import CommandCursor, Database
+from mongocore.api.command_cursor import CommandCursor
+from mongocore.api.database import Database
 from tests.spec.unified.entities import UnsupportedFeature, read_preference
 
 DATABASE_OPERATIONS = frozenset({"runCursorCommand", "createCommandCursor"})

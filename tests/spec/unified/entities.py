@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from mongocore.client import Client
-from mongocore.collection import ReadConcern, WriteConcern
-from mongocore.description.topology import TopologyDescription
-from mongocore.selection.read_preference import ReadPreference
-from mongocore.session import ClientSession
+from mongocore.api.client import Client
+from mongocore.api.client_session import ClientSession
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 from tests.spec.unified.events import EventLog, LogCapture
 
 #: waitForThread, waitForEvent and waitForPrimaryChange wait this long by default. The

@@ -7,7 +7,7 @@ log messages (``observeLogMessages``) to match them against ``expectLogMessages`
 
 One :class:`EventLog` per client entity receives every event of the client (through
 one small listener per event family, since the listener interfaces of
-``mongocore.events`` share method names) and keeps, under one condition, the events
+``mongocore.core.events`` share method names) and keeps, under one condition, the events
 the entity observes, each as an :class:`Observed` with the document the format's
 assertions are evaluated against. ``waitForEvent`` waits on that condition.
 """
@@ -23,9 +23,9 @@ from typing import Any, Callable, Optional
 
 from bson import ObjectId
 
-from mongocore import command_log, log_messages, pool_log, selection_log
-from mongocore import events as ev
-from mongocore.monitoring import is_sensitive
+from mongocore.core import events as ev
+from mongocore.io import command_log, log_messages, pool_log, selection_log
+from mongocore.io.command_monitoring import is_sensitive
 from tests.spec.unified.matching import EntityLookup, match
 
 #: The format's name of each event class, and its family (``eventType``).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mongocore.collection import Collection
+from mongocore.api.collection import Collection
 
 OPERATIONS = frozenset({"createIndex", "dropIndex", "dropIndexes"})
 

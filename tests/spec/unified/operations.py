@@ -14,22 +14,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from mongocore.collection import (
-    BulkWriteResult,
-    Collection,
-    Database,
+from mongocore.api.client_session import ClientSession, SessionOptions
+from mongocore.api.collection import Collection
+from mongocore.api.collection_writes import ReturnDocument
+from mongocore.api.database import Database
+from mongocore.api.operations import (
     DeleteMany,
     DeleteOne,
-    DeleteResult,
     InsertOne,
     ReplaceOne,
-    ReturnDocument,
     UpdateMany,
     UpdateOne,
-    UpdateResult,
 )
+from mongocore.api.results import BulkWriteResult, DeleteResult, UpdateResult
 from mongocore.driver_info import DriverInfo
-from mongocore.session import ClientSession, SessionOptions
 from tests.spec.unified import cursor_operations, index_operations
 from tests.spec.unified.entities import (
     ClientEntity,

@@ -23,13 +23,15 @@ from typing import Any, Optional
 
 import pytest
 
-from mongocore import log_messages
-from mongocore.client import Client
-from mongocore.collection import Database, ReadConcern, WriteConcern
-from mongocore.description.topology import TopologyDescription
+from mongocore.api.client import Client
+from mongocore.api.client_session import ClientSession
+from mongocore.api.database import Database
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import BulkWriteError, MongoCoreError, OperationFailure
-from mongocore.selection.read_preference import Mode, ReadPreference
-from mongocore.session import ClientSession
+from mongocore.io import log_messages
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
 from tests.spec.unified import operations, seed
 from tests.spec.unified.cases import UnifiedCase, environments, schema_supported

@@ -1,6 +1,6 @@
 """Runner for the connection pool logging suite
 (``connection-monitoring-and-pooling/tests/logging``): the structured log messages of
-the connection pool (:mod:`mongocore.pool_log`).
+the connection pool (:mod:`mongocore.io.pool_log`).
 
 One pytest test per test case, with the id ``"<file>: <description>"``, run by
 :mod:`tests.spec.unified.runner` against the simulated deployments started once for the

@@ -1,6 +1,6 @@
 """Runner for the command logging suite (``command-logging-and-monitoring/tests/logging``):
 the "Command started", "Command succeeded" and "Command failed" log messages
-(:mod:`mongocore.command_log`).
+(:mod:`mongocore.io.command_log`).
 
 One pytest test per test case, with the id ``"<file>: <description>"``, run by
 :mod:`tests.spec.unified.runner` against the simulated deployments started once for the

@@ -1,5 +1,5 @@
 """Runner for the server selection logging suite (``server-selection/tests/logging``):
-the structured log messages of server selection (:mod:`mongocore.selection_log`).
+the structured log messages of server selection (:mod:`mongocore.io.selection_log`).
 
 One pytest test per test case, with the id ``"<file>: <description>"``, run by
 :mod:`tests.spec.unified.runner` against the simulated deployments started once for the

@@ -1,0 +1,585 @@
+"""The Client: options, the live topology, sessions, and the generic command method.
+
+Seeds: server-discovery-and-monitoring.md ("Client construction": no I/O in the
+constructor except the SRV lookup; "Client closing") and server-selection.rst
+("Use of read preferences with commands": the generic command method). Driver
+Sessions: the client owns the server session pool and the highest cluster time
+seen ("MongoClient changes", "endSessions" when the client closes).
+
+``client["db"]["coll"]`` reaches the CRUD API (:mod:`mongocore.api.collection`); every
+operation runs through the executor of :mod:`mongocore.io.executor`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Optional, Union
+
+from bson import ObjectId
+
+from mongocore.api.client_info import DeploymentInfo
+from mongocore.api.client_session import ClientSession, SessionOptions
+from mongocore.api.command_cursor import CommandCursor
+from mongocore.api.database import Database
+from mongocore.core import codec
+from mongocore.core.address import Address
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import TopologyType
+from mongocore.core.events import EventPublisher, Listener
+from mongocore.core.options import ClientOptions
+from mongocore.core.retry_policy import RetryKind, is_acknowledged
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.driver_info import DriverInfo, DriverInfoList
+from mongocore.errors import (
+    ConfigurationError,
+    InvalidOperation,
+    MongoCoreError,
+    NetworkError,
+    OperationFailure,
+    write_concern_error_from_reply,
+)
+from mongocore.io.auth import authenticator_for, in_authentication
+from mongocore.io.command_log import command_log_listeners
+from mongocore.io.command_monitoring import run_command
+from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
+from mongocore.io.executor import AttemptContext, Command, Executor, Operation
+from mongocore.io.executor import apply_read_preference as _apply_read_preference
+from mongocore.io.log_messages import topology_log_listeners
+from mongocore.io.monitor import Monitor, MonitorSettings
+from mongocore.io.pool import Pool, PoolOptions
+from mongocore.io.pool_log import connection_log_listeners
+from mongocore.io.sessions import ClusterClock, ServerSession, ServerSessionPool
+from mongocore.io.srv import DnsPythonResolver, Resolver, SrvPoller, options_with_seedlist
+from mongocore.io.topology import Server, Topology
+from mongocore.read_concern import ReadConcern
+from mongocore.read_preferences import expand_read_preference_keyword
+from mongocore.write_concern import WriteConcern
+
+_log = logging.getLogger("mongocore.client")
+
+DEFAULT_URI = "mongodb://localhost:27017"
+#: endSessions at close: at most this many ids per command ("10,000 sessions at a time").
+END_SESSIONS_BATCH = 10_000
+#: endSessions at close waits at most this long for a connection and for its reply.
+END_SESSIONS_TIMEOUT = 2.0
+
+
+class Client(DeploymentInfo):
+    """A client for one MongoDB deployment.
+
+    ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
+    keyword options override the connection string's (same names, any case).
+    Monitoring starts at once, in background threads; nothing here waits for a
+    server. ``close()`` (or leaving a ``with`` block) ends the pooled server sessions
+    (``endSessions``, best effort) and stops and joins every thread.
+
+    ``client["db"]`` is a :class:`~mongocore.api.database.Database`; ``start_session()``
+    starts an explicit session. ``retryWrites`` defaults to false (the
+    retryable-writes seed): pass ``retryWrites=True`` to retry supported writes once
+    after a failover or a network error. ``retryReads`` defaults to true.
+
+    A library wrapping mongocore names itself in the handshake with ``driver_info``
+    (or later with :meth:`append_metadata`).
+    """
+
+    def __init__(
+        self,
+        uri_or_hosts: Union[str, Sequence[str], None] = None,
+        *,
+        event_listeners: Iterable[Listener] = (),
+        srv_resolver: Optional[Resolver] = None,
+        driver_info: Optional[DriverInfo] = None,
+        **options: Any,
+    ) -> None:
+        uri = _uri_of(uri_or_hosts)
+        # Known before the topology exists: the pools' log messages carry it.
+        topology_id = ObjectId()
+        # SDAM and CMAP log messages (mongocore.io.log_messages, mongocore.io.pool_log):
+        # subscribed only if their logger is enabled for DEBUG when the client is created.
+        self._publisher = EventPublisher(
+            [
+                *event_listeners,
+                *topology_log_listeners(),
+                *connection_log_listeners(topology_id),
+                *command_log_listeners(topology_id),
+            ]
+        )
+        self._srv_poller: Optional[SrvPoller] = None
+        # document_class, tzinfo, type_registry, codec_options: Python objects, never
+        # connection-string options.
+        codec_keywords = codec.pop_codec_keywords(options)
+        # A read preference object stands for readPreference and its tags and staleness.
+        options = expand_read_preference_keyword(options)
+        # The one I/O the seed allows in a constructor: the initial SRV lookup
+        # (nothing is looked up for a mongodb:// URI).
+        srv = options_with_seedlist(uri, resolver=srv_resolver, **options)
+        self._options = srv.options
+        self._codec_options = codec.codec_options_for_client(self._options, codec_keywords)
+        settings = srv.topology_settings
+        self._read_preference = ReadPreference.from_options(
+            self._options.read_preference,
+            self._options.read_preference_tags or None,
+            self._options.max_staleness_seconds,
+        )
+        # One list for every connection of this client: what append_metadata() adds
+        # reaches the handshakes of pool and monitoring connections created afterwards.
+        self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
+        self._connection_settings = dataclasses.replace(
+            ConnectionSettings.from_options(self._options), driver_info=self._driver_info
+        )
+        self._authenticator = authenticator_for(self._options)
+        self._pool_options = PoolOptions(
+            max_pool_size=self._options.max_pool_size,
+            min_pool_size=self._options.min_pool_size,
+            max_idle_time_ms=self._options.max_idle_time_ms,
+            wait_queue_timeout_ms=self._options.wait_queue_timeout_ms,
+            max_connecting=self._options.max_connecting,
+        )
+        self._monitor_settings = MonitorSettings(
+            heartbeat_frequency=settings.heartbeat_frequency,
+            connection=self._connection_settings,
+            server_monitoring_mode=self._options.server_monitoring_mode,
+        )
+        self._topology = Topology(
+            settings,
+            pool_factory=self._new_pool,
+            monitor_factory=self._new_monitor,
+            publisher=self._publisher,
+            topology_id=topology_id,
+        )
+        self._close_lock = threading.Lock()
+        self._closed = False
+        self._write_concern = WriteConcern.from_options(
+            self._options.w, self._options.w_timeout_ms, self._options.journal
+        )
+        self._read_concern = ReadConcern(self._options.read_concern_level)
+        self._session_pool = ServerSessionPool()
+        self._cluster_clock = ClusterClock()
+        self._executor = Executor(self, self._cluster_clock)
+        self._topology.open()
+        if srv.seedlist is not None:
+            self._srv_poller = SrvPoller(
+                srv.options.srv_host or "",
+                resolver=srv_resolver
+                or DnsPythonResolver(self._connection_settings.connect_timeout),
+                on_hosts=self._topology.on_srv_hosts,
+                description=lambda: self._topology.description,
+                service_name=srv.options.srv_service_name,
+                srv_max_hosts=srv.options.srv_max_hosts,
+                heartbeat_frequency_ms=srv.options.heartbeat_frequency_ms,
+                initial_ttl=srv.seedlist.min_ttl,
+            )
+            self._srv_poller.start()
+
+    # --- parts for one server ---------------------------------------------------------
+
+    def _new_pool(self, address: Address) -> Pool[Connection]:
+        settings = self._connection_settings
+
+        def establish(
+            address: Address,
+            generation: int,
+            connection_id: int,
+            cancellation: Optional[Cancellation] = None,
+        ) -> Connection:
+            return connect(
+                address,
+                settings,
+                generation=generation,
+                connection_id=connection_id,
+                cancellation=cancellation,
+                authenticate=self._authenticator,
+            )
+
+        def establish_failed(error: BaseException, generation: int) -> None:
+            # "MongoDB Handshake errors": the pool reports them (a checkOut's and
+            # minPoolSize filling's alike) before it publishes the connection's close.
+            self._topology.handle_error(
+                address,
+                error,
+                generation=generation,
+                completed_handshake=False,
+                in_authentication=in_authentication(error),
+            )
+
+        pool: Pool[Connection] = Pool(
+            address,
+            establish,
+            self._pool_options,
+            self._publisher,
+            load_balanced=self._options.load_balanced,
+            on_establish_error=establish_failed,
+            # A clear with interruptInUseConnections aborts connections being established.
+            cancellation_factory=Cancellation,
+        )
+        return pool
+
+    def _new_monitor(self, address: Address, topology: Topology) -> Monitor:
+        return Monitor(address, topology, self._monitor_settings, self._publisher)
+
+    # --- public API ------------------------------------------------------------------
+
+    @property
+    def options(self) -> ClientOptions:
+        return self._options
+
+    @property
+    def topology_description(self) -> TopologyDescription:
+        """The client's current view of the deployment (immutable)."""
+        return self._topology.description
+
+    @property
+    def read_preference(self) -> ReadPreference:
+        """The client's default read preference (from the URI or options)."""
+        return self._read_preference
+
+    @property
+    def topology(self) -> Topology:
+        return self._topology
+
+    @property
+    def codec_options(self) -> codec.AnyCodecOptions:
+        """How documents are encoded and decoded (bson's CodecOptions), from the
+        ``uuidRepresentation``, ``tz_aware``, ``document_class``, ... options."""
+        return self._codec_options
+
+    def append_metadata(self, driver_info: DriverInfo) -> None:
+        """Append a wrapping library's name, version and platform to the client
+        metadata (MongoDB Handshake, "Metadata updates after MongoClient
+        initialization"). Connections created from now on send it in their
+        handshake; established connections are kept as they are. Appending the same
+        DriverInfo twice changes nothing."""
+        self._driver_info.append(driver_info)
+
+    @property
+    def write_concern(self) -> WriteConcern:
+        """The default write concern (``w``, ``wTimeoutMS``, ``journal`` options)."""
+        return self._write_concern
+
+    @property
+    def read_concern(self) -> ReadConcern:
+        """The default read concern (``readConcernLevel`` option)."""
+        return self._read_concern
+
+    @property
+    def cluster_time(self) -> Optional[Mapping[str, Any]]:
+        """The highest ``$clusterTime`` received from the deployment (None before any)."""
+        return self._cluster_clock.value
+
+    # --- databases and sessions -----------------------------------------------------------
+
+    def __getitem__(self, name: str) -> Database:
+        return Database(self, name)
+
+    def __getattr__(self, name: str) -> Database:
+        if name.startswith("_"):
+            raise AttributeError(
+                f"Client has no attribute {name!r}. To reach the database {name!r},"
+                f" use client[{name!r}]."
+            )
+        return Database(self, name)
+
+    def get_database(
+        self,
+        name: Optional[str] = None,
+        codec_options: Optional[codec.AnyCodecOptions] = None,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Database:
+        """The database ``name`` (the connection string's database when None); each
+        option not given is the client's."""
+        if name is None:
+            name = self._options.database
+            if not name:
+                raise ConfigurationError("No default database name defined or provided.")
+        return Database(
+            self,
+            name,
+            codec_options=codec_options,
+            read_preference=read_preference,
+            write_concern=write_concern,
+            read_concern=read_concern,
+        )
+
+    def get_default_database(
+        self,
+        default: Optional[str] = None,
+        codec_options: Optional[codec.AnyCodecOptions] = None,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> Database:
+        """The connection string's database, else ``default``; ConfigurationError if
+        neither names one."""
+        name = self._options.database or default
+        if not name:
+            raise ConfigurationError("No default database name defined or provided.")
+        return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
+
+    def start_session(self, *, causal_consistency: Optional[bool] = None) -> ClientSession:
+        """Start an explicit session; end it with ``end_session()`` or a ``with`` block.
+
+        No I/O happens here, and whether the deployment supports sessions is checked
+        on first use. A session is for one thread at a time; use it within a minute
+        of starting it, or its server session may have gone stale.
+        """
+        self._check_open()
+        return ClientSession(self, SessionOptions(causal_consistency=causal_consistency))
+
+    def list_databases(
+        self,
+        session: Optional[ClientSession] = None,
+        *,
+        filter: Optional[Mapping[str, Any]] = None,
+        name_only: Optional[bool] = None,
+        authorized_databases: Optional[bool] = None,
+        comment: Any = None,
+        timeout_ms: Optional[float] = None,
+    ) -> CommandCursor:
+        """The databases of the deployment (listDatabases; a retryable read).
+
+        A "should-use-primary" helper (server selection, "Use of read preferences with
+        commands"): it reads from the primary and takes no read preference."""
+        self._check_open()
+        owned = session is None
+        use = ClientSession(self, implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            body: dict[str, Any] = {"listDatabases": 1}
+            if filter is not None:
+                body["filter"] = dict(filter)
+            if name_only is not None:
+                body["nameOnly"] = name_only
+            if authorized_databases is not None:
+                body["authorizedDatabases"] = authorized_databases
+            if comment is not None:
+                body["comment"] = comment
+            return Command(body)
+
+        op = Operation(
+            name="listDatabases",
+            database="admin",
+            build=build,
+            session=use,
+            retry=RetryKind.READ,
+            read_preference=ReadPreference(Mode.PRIMARY),
+            timeout_ms=timeout_ms,
+        )
+        try:
+            outcome = self._executor.run(op)
+        finally:
+            if owned:
+                use.end_session()
+        databases = [dict(d) for d in outcome.reply.get("databases", [])]
+        return CommandCursor(self, outcome.address, databases, codec_options=self._codec_options)
+
+    def list_database_names(
+        self, session: Optional[ClientSession] = None, comment: Any = None
+    ) -> list[str]:
+        """The names of the deployment's databases (listDatabases with nameOnly)."""
+        with self.list_databases(session, name_only=True, comment=comment) as cursor:
+            return [str(d["name"]) for d in cursor]
+
+    def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
+        """Drop a database (dropDatabase, never retried)."""
+        database = self[name]
+        command: dict[str, Any] = {"dropDatabase": 1}
+        if not self._write_concern.is_server_default:
+            command["writeConcern"] = self._write_concern.document
+        database.command(command, session=session)
+
+    def _acquire_server_session(self) -> ServerSession:
+        return self._session_pool.acquire(self._session_timeout_minutes())
+
+    def _release_server_session(self, server_session: ServerSession) -> None:
+        self._session_pool.release(server_session, self._session_timeout_minutes())
+
+    def _session_timeout_minutes(self) -> Optional[int]:
+        description = self._topology.description
+        if description.type is TopologyType.LOAD_BALANCED:
+            return None  # "If the driver is in load balancer mode, use this ServerSession."
+        return description.logical_session_timeout_minutes
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InvalidOperation("Cannot use MongoClient after close")
+
+    def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
+        """The server's buildInfo (version, versionArray, gitVersion, ...), from the
+        primary, as pymongo's ``server_info()``."""
+        return self.command(
+            "admin", {"buildinfo": 1}, ReadPreference(Mode.PRIMARY), session=session
+        )
+
+    # --- the generic command method -------------------------------------------------------
+
+    def command(
+        self,
+        database: str,
+        document: Mapping[str, Any],
+        read_preference: Optional[ReadPreference] = None,
+        *,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> dict[str, Any]:
+        """Run one command, as the generic command method: never retried.
+
+        Server selection treats it as a read with read preference primary unless one
+        is given here; the client's default read preference is ignored, as the seed
+        requires. The document is sent as it is, plus the session id and cluster
+        time (the caller's document is not changed); no transaction number is ever
+        added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
+        writeConcernError is returned as it is, after SDAM has looked at it.
+        """
+        self._check_open()
+        rp = read_preference if read_preference is not None else ReadPreference(Mode.PRIMARY)
+        owned = session is None
+        use = ClientSession(self, implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command(dict(document))
+
+        name = next(iter(document), "command")
+        write_concern = document.get("writeConcern")
+        op = Operation(
+            name=str(name),
+            database=database,
+            build=build,
+            session=use,
+            retry=RetryKind.NONE,
+            read_preference=rp,
+            # An unacknowledged command never carries a session id.
+            acknowledged=not isinstance(write_concern, Mapping) or is_acknowledged(write_concern),
+            timeout_ms=timeout_ms,
+        )
+        try:
+            return self._executor.run(op).reply
+        finally:
+            if owned:
+                use.end_session()
+
+    def run_on(self, server: Server, database: str, command: dict[str, Any]) -> dict[str, Any]:
+        """Check out a connection to ``server``, run ``command``, hand SDAM any error.
+
+        A low-level step with command events but no session, cluster time or retry.
+        """
+        pool = server.pool
+        # Establishment errors reach SDAM through the pool (on_establish_error).
+        connection: Connection = pool.check_out()
+        try:
+            reply = run_command(connection, database, command, self._publisher)
+        except (NetworkError, OperationFailure) as exc:
+            self._topology.handle_connection_error(connection, exc)
+            raise
+        finally:
+            pool.check_in(connection)
+        concern_error = write_concern_error_from_reply(reply)
+        if concern_error is not None:
+            self._topology.handle_connection_error(connection, concern_error)
+        return reply
+
+    def _end_sessions(self) -> None:
+        """Tell the deployment the pooled server sessions are over (best effort).
+
+        Sent to the primary if there is one, else a secondary (or any mongos), only
+        if such a server is known right now; errors are ignored, and the wait for a
+        connection and for the reply is bounded.
+        """
+        ids = self._session_pool.drain()
+        if not ids:
+            return
+        try:
+            server, sd = self._topology.select_server(
+                ReadPreference(Mode.PRIMARY_PREFERRED), timeout=0, operation="endSessions"
+            )
+        except MongoCoreError:
+            return
+        try:
+            connection: Connection = server.pool.check_out(END_SESSIONS_TIMEOUT)
+        except MongoCoreError:
+            return
+        try:
+            for start in range(0, len(ids), END_SESSIONS_BATCH):
+                command: dict[str, Any] = {"endSessions": ids[start : start + END_SESSIONS_BATCH]}
+                cluster_time = self._cluster_clock.value
+                if cluster_time is not None and connection.max_wire_version >= 6:
+                    command["$clusterTime"] = cluster_time
+                _apply_read_preference(
+                    command,
+                    ReadPreference(Mode.PRIMARY_PREFERRED),
+                    self._topology.description.type,
+                    sd,
+                )
+                run_command(
+                    connection, "admin", command, self._publisher, timeout=END_SESSIONS_TIMEOUT
+                )
+        except MongoCoreError as exc:
+            _log.debug("endSessions failed (ignored): %s", exc)
+        finally:
+            server.pool.check_in(connection)
+
+    def close(self) -> None:
+        """Stop monitoring, close every pool, and join every thread the client started."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._executor.closing.set()  # wakes a read backing off between retries
+        self._end_sessions()
+        if self._srv_poller is not None:
+            self._srv_poller.close()
+        self._topology.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Client {self._topology.description!r}>"
+
+    def _eq_props(self) -> tuple[Any, ...]:
+        options = self._options
+        return (
+            tuple(sorted(str(address) for address in options.hosts)),
+            options.replica_set,
+            options.srv_host,
+            options.srv_service_name,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Clients are equal when they were given the same seeds, replica set name and
+        SRV name (as pymongo compares them)."""
+        if not isinstance(other, Client):
+            return NotImplemented
+        return self._eq_props() == other._eq_props()
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self._eq_props())
+
+
+def _uri_of(uri_or_hosts: Union[str, Sequence[str], None]) -> str:
+    if uri_or_hosts is None:
+        return DEFAULT_URI
+    if isinstance(uri_or_hosts, str):
+        if "://" in uri_or_hosts:
+            return uri_or_hosts
+        return f"mongodb://{uri_or_hosts}"
+    hosts = list(uri_or_hosts)
+    if not hosts or not all(isinstance(h, str) for h in hosts):
+        raise ConfigurationError("hosts must be a connection string or a list of 'host:port'")
+    return "mongodb://" + ",".join(hosts)

@@ -1,0 +1,77 @@
+"""The state every part of a Collection reads: its database and name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional, cast
+
+from mongocore.api.client_session import ClientSession
+from mongocore.core.codec import AnyCodecOptions
+from mongocore.core.selection.read_preference import ReadPreference
+
+if TYPE_CHECKING:
+    from mongocore.api.collection import Collection
+    from mongocore.api.database import Database
+
+from mongocore.api.arguments import _raise_write_concern_error
+from mongocore.api.target import _Target
+from mongocore.api.types import Document
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
+
+
+class CollectionBase(_Target):
+    """A collection's database, name and options; its reads, writes and index methods
+    are mixins over this base, assembled by :class:`~mongocore.api.collection.Collection`."""
+
+    def __init__(  # noqa: PLR0917 - positional as pymongo's
+        self,
+        database: Database,
+        name: str,
+        codec_options: Optional[AnyCodecOptions] = None,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+    ) -> None:
+        if not isinstance(name, str) or not name or "$" in name or "\x00" in name:
+            raise ValueError(f"invalid collection name {name!r}")
+        self._database = database
+        self._client = database.client
+        self._name = name
+        self._set_codec_options(codec_options or database.codec_options)
+        self._read_preference = read_preference or database.read_preference
+        self._write_concern = write_concern or database.write_concern
+        self._read_concern = read_concern or database.read_concern
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def full_name(self) -> str:
+        return f"{self._database.name}.{self._name}"
+
+    @property
+    def database(self) -> Database:
+        return self._database
+
+    def _admin_command(
+        self,
+        body: Document,
+        session: Optional[ClientSession],
+        comment: Any,
+        *,
+        database: Optional[str] = None,
+    ) -> Document:
+        """A catalog command (never retried), with the collection's write concern."""
+        if comment is not None:
+            body["comment"] = comment
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        reply = self._client.command(database or self._database.name, body, None, session=session)
+        _raise_write_concern_error(reply)
+        return reply
+
+    def _collection(self) -> Collection:
+        """This object as the Collection it is part of: the reads, writes and index
+        mixins only ever run inside a Collection, which cursors and bulk writes keep."""
+        return cast("Collection", self)

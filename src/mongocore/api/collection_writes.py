@@ -1,0 +1,552 @@
+"""Collection writes: insert, update, replace, delete, findAndModify, bulk_write.
+
+Spec: CRUD ("Write" and "Find And Modify"); which writes are retryable is the
+retryable-writes seed's "Supported Write Operations".
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+from mongocore.api.arguments import (
+    _check_replacement,
+    _check_update,
+    _hint,
+    _options,
+    _projection,
+    _raise_write_concern_error,
+    _sort_document,
+)
+from mongocore.api.bulk import _BulkWrite
+from mongocore.api.client_session import ClientSession
+from mongocore.api.collection_base import CollectionBase
+from mongocore.api.operations import (
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+    WriteModel,
+    _Delete,
+    _Update,
+    _WriteModel,
+)
+from mongocore.api.results import (
+    BulkWriteResult,
+    DeleteResult,
+    InsertManyResult,
+    InsertOneResult,
+    UpdateResult,
+)
+from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
+from mongocore.core import codec
+from mongocore.core.retry_policy import RetryKind
+from mongocore.io.executor import AttemptContext, Command, Operation
+
+
+class ReturnDocument(enum.Enum):
+    """Which document find_one_and_replace/update return: before or after the change."""
+
+    BEFORE = False
+    AFTER = True
+
+
+class CollectionWrites(CollectionBase):
+    # --- writes ----------------------------------------------------------------------------
+
+    def _write(
+        self,
+        name: str,
+        build: Callable[[AttemptContext], Command],
+        session: ClientSession,
+        *,
+        retryable: bool,
+        timeout_ms: Optional[float],
+        operation_id: Optional[int] = None,
+    ) -> Document:
+        op = Operation(
+            name=name,
+            database=self._database.name,
+            build=build,
+            session=session,
+            retry=RetryKind.WRITE if retryable else RetryKind.NONE,
+            acknowledged=self._write_concern.acknowledged,
+            timeout_ms=timeout_ms,
+            operation_id=operation_id,
+        )
+        return self._run(op).reply
+
+    def _write_command_fields(self, body: Document, **options: Any) -> Document:
+        if not self._write_concern.is_server_default:
+            body["writeConcern"] = self._write_concern.document
+        body.update(_options(**options))
+        return body
+
+    def insert_one(
+        self,
+        document: Mapping[str, Any],
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> InsertOneResult:
+        """Insert one document (a retryable write). A missing ``_id`` is generated."""
+        result = self._bulk(
+            [InsertOne(document)],
+            ordered=True,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            single=True,
+        )[0]
+        return InsertOneResult(result.inserted_ids.get(0), result.acknowledged)
+
+    def insert_many(
+        self,
+        documents: Iterable[Mapping[str, Any]],
+        ordered: bool = True,
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> InsertManyResult:
+        """Insert documents, split into as few commands as the server's limits allow
+        (a retryable write: each command has its own transaction number)."""
+        requests = [InsertOne(d) for d in documents]
+        if not requests:
+            raise TypeError("documents must be a non-empty list")
+        result = self._bulk(
+            requests,
+            ordered=ordered,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+        )[0]
+        ids = result.inserted_ids
+        return InsertManyResult(
+            [ids[i] for i in range(len(requests)) if i in ids], result.acknowledged
+        )
+
+    def _update(
+        self,
+        model: _Update,
+        *,
+        bypass_document_validation: Optional[bool],
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        let: Optional[Mapping[str, Any]],
+    ) -> UpdateResult:
+        result, reply = self._bulk(
+            [model],
+            ordered=True,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+            single=True,
+        )
+        if not result.acknowledged or reply is None:
+            return UpdateResult(None, False)
+        raw = dict(reply)
+        upserted = raw.get("upserted")
+        # The shape other drivers give: updatedExisting, and upserted as the _id.
+        if isinstance(upserted, list) and upserted:
+            raw["upserted"] = upserted[0].get("_id")
+            raw["updatedExisting"] = False
+        else:
+            raw.pop("upserted", None)
+            raw["updatedExisting"] = bool(raw.get("n"))
+        return UpdateResult(raw, True)
+
+    def update_one(
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: bool = False,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        sort: Optional[Mapping[str, Any]] = None,
+    ) -> UpdateResult:
+        """Update the first document matching ``filter`` (a retryable write); with
+        ``sort`` (MongoDB 8.0+), the first in that order."""
+        model = UpdateOne(
+            filter,
+            update,
+            upsert,
+            array_filters=array_filters,
+            hint=hint,
+            collation=collation,
+            sort=sort,
+        )
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def update_many(
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        upsert: bool = False,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> UpdateResult:
+        """Update every document matching ``filter`` (never retried)."""
+        model = UpdateMany(
+            filter, update, upsert, array_filters=array_filters, hint=hint, collation=collation
+        )
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def replace_one(
+        self,
+        filter: Filter,
+        replacement: Mapping[str, Any],
+        upsert: bool = False,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        sort: Optional[Mapping[str, Any]] = None,
+    ) -> UpdateResult:
+        """Replace the first document matching ``filter`` (a retryable write); with
+        ``sort`` (MongoDB 8.0+), the first in that order."""
+        model = ReplaceOne(filter, replacement, upsert, hint=hint, collation=collation, sort=sort)
+        return self._update(
+            model,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def _delete(
+        self,
+        model: _Delete,
+        *,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        let: Optional[Mapping[str, Any]],
+    ) -> DeleteResult:
+        result, reply = self._bulk(
+            [model],
+            ordered=True,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+            single=True,
+        )
+        if not result.acknowledged or reply is None:
+            return DeleteResult(None, False)
+        return DeleteResult(reply, True)
+
+    def delete_one(
+        self,
+        filter: Filter,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        """Delete the first document matching ``filter`` (a retryable write)."""
+        return self._delete(
+            DeleteOne(filter, hint=hint, collation=collation),
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def delete_many(
+        self,
+        filter: Filter,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> DeleteResult:
+        """Delete every document matching ``filter`` (never retried)."""
+        return self._delete(
+            DeleteMany(filter, hint=hint, collation=collation),
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )
+
+    def bulk_write(
+        self,
+        requests: Sequence[WriteModel],
+        ordered: bool = True,
+        *,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+    ) -> BulkWriteResult:
+        """Run a list of write requests (InsertOne, UpdateOne, UpdateMany, ReplaceOne,
+        DeleteOne, DeleteMany).
+
+        Ordered: requests run in order, consecutive ones of a kind in one command, and
+        the first write error stops the rest. Unordered: inserts, then updates, then
+        deletes, each statement attempted. Retryable only if no request is an
+        UpdateMany or DeleteMany. Write errors and write concern errors raise
+        BulkWriteError with the result so far.
+        """
+        requests = list(requests)
+        if not requests:
+            raise TypeError("requests must be a non-empty list")
+        for request in requests:
+            if not isinstance(request, _WriteModel):
+                raise TypeError(f"{request!r} is not a write request (InsertOne, UpdateOne, ...)")
+        return self._bulk(
+            requests,
+            ordered=ordered,
+            bypass_document_validation=bypass_document_validation,
+            session=session,
+            timeout_ms=timeout_ms,
+            comment=comment,
+            let=let,
+        )[0]
+
+    def _bulk(
+        self,
+        requests: Sequence[_WriteModel],
+        *,
+        ordered: bool,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        comment: Any,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        single: bool = False,
+    ) -> tuple[BulkWriteResult, Optional[Mapping[str, Any]]]:
+        """The result, and the last command's reply (a single write's raw result)."""
+        write_concern = self._write_concern
+        owned = session is None
+        use = self._write_session(session, write_concern)
+        try:
+            bulk = _BulkWrite(
+                self._collection(),
+                requests,
+                ordered=ordered,
+                session=use,
+                timeout_ms=timeout_ms,
+                options=_options(
+                    bypassDocumentValidation=bypass_document_validation,
+                    let=None if let is None else dict(let),
+                    comment=comment,
+                ),
+            )
+            return bulk.execute(single=single), bulk.last_reply
+        finally:
+            if owned:
+                use.end_session()
+
+    def _find_and_modify(
+        self,
+        filter: Filter,
+        *,
+        projection: Projection,
+        sort: SortSpec,
+        upsert: Optional[bool],
+        return_document: ReturnDocument,
+        session: Optional[ClientSession],
+        timeout_ms: Optional[float],
+        remove: bool = False,
+        update: Any = None,
+        **options: Any,
+    ) -> Optional[Document]:
+        if not isinstance(return_document, ReturnDocument):
+            raise TypeError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
+        write_concern = self._write_concern
+        owned = session is None
+        use = self._write_session(session, write_concern)
+        fields = _projection(projection)
+        sort_doc = _sort_document(sort)
+        hint = options.pop("hint", None)
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"findAndModify": self._name, "query": dict(filter)}
+            if sort_doc is not None:
+                body["sort"] = sort_doc
+            if remove:
+                body["remove"] = True
+            else:
+                body["update"] = update
+                body["new"] = return_document.value
+                if upsert:
+                    body["upsert"] = True
+            if fields is not None:
+                body["fields"] = fields
+            if hint is not None:
+                body["hint"] = _hint(hint)
+            return Command(self._write_command_fields(body, **options))
+
+        try:
+            reply = self._write("findAndModify", build, use, retryable=True, timeout_ms=timeout_ms)
+        finally:
+            if owned:
+                use.end_session()
+        _raise_write_concern_error(reply)
+        value = reply.get("value")
+        if not isinstance(value, Mapping) or not write_concern.acknowledged:
+            # An unacknowledged (w=0) write's outcome is unknown, as pymongo has it.
+            return None
+        if self._decoding is None:
+            return dict(value)
+        return codec.decode_document(value, self._decoding)  # type: ignore[no-any-return]
+
+    def find_one_and_delete(
+        self,
+        filter: Filter,
+        projection: Projection = None,
+        sort: SortSpec = None,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Delete the first matching document and return it (a retryable write)."""
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=None,
+            return_document=ReturnDocument.BEFORE,
+            session=session,
+            timeout_ms=timeout_ms,
+            remove=True,
+            hint=hint,
+            collation=collation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )
+
+    def find_one_and_replace(  # noqa: PLR0917 - positional like other drivers
+        self,
+        filter: Filter,
+        replacement: Mapping[str, Any],
+        projection: Projection = None,
+        sort: SortSpec = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        *,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Replace the first matching document; return it before or after (retryable)."""
+        _check_replacement(replacement)
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=upsert,
+            return_document=return_document,
+            session=session,
+            timeout_ms=timeout_ms,
+            update=dict(replacement),
+            hint=hint,
+            collation=collation,
+            bypassDocumentValidation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )
+
+    def find_one_and_update(  # noqa: PLR0917 - positional like other drivers
+        self,
+        filter: Filter,
+        update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
+        projection: Projection = None,
+        sort: SortSpec = None,
+        upsert: bool = False,
+        return_document: ReturnDocument = ReturnDocument.BEFORE,
+        *,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        hint: Hint = None,
+        collation: Optional[Mapping[str, Any]] = None,
+        bypass_document_validation: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+        comment: Any = None,
+        max_time_ms: Optional[int] = None,
+    ) -> Optional[Document]:
+        """Update the first matching document; return it before or after (retryable)."""
+        _check_update(update)
+        return self._find_and_modify(
+            filter,
+            projection=projection,
+            sort=sort,
+            upsert=upsert,
+            return_document=return_document,
+            session=session,
+            timeout_ms=timeout_ms,
+            update=dict(update) if isinstance(update, Mapping) else list(update),
+            arrayFilters=None if array_filters is None else list(array_filters),
+            hint=hint,
+            collation=collation,
+            bypassDocumentValidation=bypass_document_validation,
+            let=let,
+            comment=comment,
+            maxTimeMS=max_time_ms,
+        )

@@ -1,0 +1,228 @@
+"""CommandCursor: a cursor over a command's reply (aggregate, listCollections, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from mongocore.api.client_session import ClientSession
+from mongocore.core import codec
+from mongocore.core.address import Address
+from mongocore.core.codec import AnyCodecOptions
+from mongocore.core.retry_policy import RetryKind
+from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.errors import (
+    OperationFailure,
+)
+from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+
+if TYPE_CHECKING:
+    from mongocore.api.client import Client
+    from mongocore.api.collection import Collection
+    from mongocore.api.database import Database
+
+from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND, _CursorBase
+from mongocore.api.target import _Target
+from mongocore.api.types import Document
+
+
+def _cursor_options(batch_size: Optional[int]) -> Document:
+    return {} if batch_size is None else {"batchSize": int(batch_size)}
+
+
+def _aggregate(
+    target: Database,
+    database: str,
+    aggregate: Union[str, int],
+    pipeline: Sequence[Mapping[str, Any]],
+    session: Optional[ClientSession],
+    *,
+    batch_size: Optional[int],
+    read_preference: Optional[ReadPreference],
+    timeout_ms: Optional[float],
+    options: Mapping[str, Any],
+    collection: Optional[Collection] = None,
+) -> CommandCursor:
+    stages = [dict(stage) for stage in pipeline]
+    writes = bool(stages) and any(key in stages[-1] for key in ("$out", "$merge"))
+    fields: Document = {}
+    for key, value in options.items():
+        if value is None:
+            continue
+        fields[_camel(key)] = value
+    scope: _Target = collection if collection is not None else target
+    write_concern = scope.write_concern
+
+    def build(ctx: AttemptContext) -> Command:
+        body: Document = {"aggregate": aggregate, "pipeline": stages}
+        # With $out or $merge the results are written, so no batch is asked for.
+        body["cursor"] = {} if writes else _cursor_options(batch_size)
+        body.update(fields)
+        if writes and not write_concern.is_server_default:
+            body["writeConcern"] = write_concern.document
+        return Command(body)
+
+    cursor = _run_cursor_command(
+        scope,
+        database,
+        "aggregate",
+        build,
+        session,
+        read_preference=None if writes else read_preference,
+        timeout_ms=timeout_ms,
+        batch_size=batch_size,
+        retryable=not writes,
+        read_concern=True,
+        write=writes,
+    )
+    if "comment" in fields:
+        # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there).
+        cursor._get_more_options = {"comment": fields["comment"]}
+    return cursor
+
+
+def _camel(name: str) -> str:
+    if "_" not in name:
+        return name
+    first, *rest = name.split("_")
+    text = first + "".join(part[:1].upper() + part[1:] for part in rest)
+    return text.replace("Ms", "MS") if text.endswith("TimeMs") else text
+
+
+def _run_cursor_command(
+    target: _Target,
+    database: str,
+    name: str,
+    build: Callable[[AttemptContext], Command],
+    session: Optional[ClientSession],
+    *,
+    read_preference: Optional[ReadPreference],
+    timeout_ms: Optional[float],
+    batch_size: Optional[int],
+    retryable: bool,
+    read_concern: bool,
+    empty_on_missing: bool = False,
+    write: bool = False,
+) -> CommandCursor:
+    owned = session is None
+    use = target._session(session)
+    sent: list[Document] = []
+
+    def build_and_keep(ctx: AttemptContext) -> Command:
+        command = build(ctx)
+        sent[:] = [command.body]
+        return command
+
+    try:
+        if write:
+            op = Operation(
+                name=name,
+                database=database,
+                build=build_and_keep,
+                session=use,
+                retry=RetryKind.NONE,
+                read_concern=target.read_concern.document if read_concern else None,
+                timeout_ms=timeout_ms,
+            )
+            outcome = target._run(op)
+        else:
+            outcome = target._read(
+                database,
+                name,
+                build_and_keep,
+                use,
+                read_preference=read_preference,
+                timeout_ms=timeout_ms,
+                retryable=retryable,
+                read_concern=read_concern,
+            )
+    except OperationFailure as exc:
+        if owned:
+            use.end_session()
+        if empty_on_missing and exc.code == _NAMESPACE_NOT_FOUND:
+            return CommandCursor(target._client, None, [], batch_size=batch_size)
+        raise
+    except BaseException:
+        if owned:
+            use.end_session()
+        raise
+    return CommandCursor.from_reply(
+        target._client,
+        outcome,
+        use if owned else None,
+        use,
+        batch_size,
+        codec_options=target._decoding,
+        namespace=_command_namespace(database, sent[0] if sent else {}),
+    )
+
+
+def _command_namespace(database: str, body: Mapping[str, Any]) -> tuple[str, str]:
+    """The namespace a cursor-returning command names, for a reply without ``ns``:
+    ``db.coll``, or ``db.$cmd.<command>`` for database-level commands."""
+    for name, value in body.items():
+        if isinstance(value, str):
+            return database, value
+        return database, f"$cmd.{name}"
+    return database, ""
+
+
+class CommandCursor(_CursorBase):
+    """The cursor of a command that returns one (aggregate, listCollections, listIndexes,
+    and listDatabases, whose results all come at once)."""
+
+    def __init__(
+        self,
+        client: Client,
+        address: Optional[Address],
+        first_batch: list[Document],
+        *,
+        session: Optional[ClientSession] = None,
+        owned_session: Optional[ClientSession] = None,
+        batch_size: Optional[int] = None,
+        codec_options: Optional[AnyCodecOptions] = None,
+    ) -> None:
+        super().__init__(client)
+        if codec_options is not None and not codec.is_default(codec_options):
+            self._decoding = codec_options
+        self._started = True
+        self._address = address
+        self._session = session
+        self._owned_session = owned_session
+        self._batch_size = batch_size
+        self._set_batch(first_batch)
+
+    @classmethod
+    def from_reply(
+        cls,
+        client: Client,
+        outcome: CommandOutcome,
+        owned_session: Optional[ClientSession],
+        session: ClientSession,
+        batch_size: Optional[int],
+        *,
+        namespace: tuple[str, str] = ("", ""),
+        codec_options: Optional[AnyCodecOptions] = None,
+    ) -> CommandCursor:
+        cursor = cls(
+            client,
+            outcome.address,
+            [],
+            session=session,
+            owned_session=owned_session,
+            batch_size=batch_size,
+            codec_options=codec_options,
+        )
+        cursor._retrieved = 0
+        cursor._adopt(outcome, namespace)
+        return cursor
+
+    def batch_size(self, batch_size: int) -> CommandCursor:
+        """The number of documents each following getMore asks for (0: the server's)."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
+            raise ValueError("batch_size must be a non-negative int")
+        self._batch_size = batch_size or None
+        return self
+
+    def __enter__(self) -> CommandCursor:
+        return self

@@ -1,0 +1,270 @@
+"""What every cursor shares: the find/aggregate command, getMore and killCursors.
+
+Spec: the find, getMore and killCursors commands; ``limit``, ``batchSize`` and
+``singleBatch``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Optional
+
+from bson import Int64
+
+from mongocore.api.client_session import ClientSession
+from mongocore.core import codec
+from mongocore.core.address import Address
+from mongocore.core.codec import AnyCodecOptions
+from mongocore.core.retry_policy import RetryKind
+from mongocore.errors import (
+    OperationFailure,
+    error_code,
+)
+from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+
+if TYPE_CHECKING:
+    from mongocore.api.client import Client
+
+from mongocore.api.types import Document
+
+# --- cursors ---------------------------------------------------------------------------
+
+
+#: NamespaceNotFound: listIndexes on a missing collection is an empty list.
+_NAMESPACE_NOT_FOUND = 26
+
+
+def _cursor_id(value: Any) -> int:
+    """A cursor id as the server sent it (an Int64, or an int32 from some compatible
+    servers), so getMore and killCursors echo it in the same BSON type."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    code = error_code(value)
+    return 0 if code is None else Int64(code)
+
+
+class _CursorBase:
+    """A server cursor being read: the current batch, getMore, killCursors.
+
+    An implicit session is held while the server cursor is open and returned to the
+    pool as soon as it is exhausted or closed.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._buffer: list[Document] = []
+        self._position = 0
+        self._id = 0
+        self._address: Optional[Address] = None
+        self._namespace: tuple[str, str] = ("", "")
+        self._session: Optional[ClientSession] = None
+        self._owned_session: Optional[ClientSession] = None
+        self._batch_size: Optional[int] = None
+        self._limit = 0
+        self._retrieved = 0
+        self._killed = False
+        self._started = False
+        self._timeout_ms: Optional[float] = None
+        self._operation_id: Optional[int] = None
+        #: Fields every getMore carries (cursor_command's comment and maxTimeMS).
+        self._get_more_options: Document = {}
+        #: Non-default codec options the batches are decoded with (None: as they come).
+        self._decoding: Optional[AnyCodecOptions] = None
+
+    # --- public -------------------------------------------------------------------------
+
+    @property
+    def cursor_id(self) -> int:
+        return self._id
+
+    @property
+    def address(self) -> Optional[Address]:
+        """The server the cursor lives on (None before it started)."""
+        return self._address
+
+    @property
+    def alive(self) -> bool:
+        """True while there may be more documents (buffered, or on the server)."""
+        if not self._started:
+            return True
+        return self._position < len(self._buffer) or (self._id != 0 and not self._killed)
+
+    @property
+    def retrieved(self) -> int:
+        return self._retrieved
+
+    @property
+    def session(self) -> Optional[ClientSession]:
+        """The explicit session of the cursor, if it was given one."""
+        return None if self._session is self._owned_session else self._session
+
+    def __iter__(self) -> Iterator[Document]:
+        return self
+
+    def __next__(self) -> Document:
+        document = self._next()
+        if document is None:
+            raise StopIteration
+        return document
+
+    def next(self) -> Document:
+        return self.__next__()
+
+    def try_next(self) -> Optional[Document]:
+        """The next document, or None when the cursor is exhausted."""
+        return self._next()
+
+    def to_list(self, length: Optional[int] = None) -> list[Document]:
+        out: list[Document] = []
+        while length is None or len(out) < length:
+            document = self._next()
+            if document is None:
+                break
+            out.append(document)
+        return out
+
+    def close(self) -> None:
+        """Kill the server cursor if it is still open (best effort), release its session."""
+        if self._id and not self._killed and self._address is not None:
+            self._kill()
+        self._killed = True
+        self._buffer = []
+        self._position = 0
+        self._release()
+
+    def __enter__(self) -> _CursorBase:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        # The session goes back to the pool; the server cursor (if any) times out on its
+        # own: no I/O from a finalizer.
+        with contextlib.suppress(Exception):  # a finalizer must never raise
+            self._release()
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._started = True
+
+    def _adopt(self, outcome: CommandOutcome, namespace: tuple[str, str]) -> None:
+        """Take the first batch; ``namespace`` is the one the command named, for
+        replies without ``ns``."""
+        reply = outcome.reply
+        cursor = reply.get("cursor")
+        if not isinstance(cursor, Mapping):
+            raise OperationFailure("the reply has no cursor document", None, reply)
+        self._address = outcome.address
+        self._operation_id = outcome.operation_id
+        self._id = _cursor_id(cursor.get("id", 0))
+        ns = cursor.get("ns")
+        if isinstance(ns, str) and "." in ns:
+            db, _, coll = ns.partition(".")
+            self._namespace = (db, coll)
+        else:
+            self._namespace = namespace
+        self._set_batch(list(cursor.get("firstBatch") or []))
+        if self._id == 0:
+            self._release()
+
+    def _set_batch(self, documents: list[Document]) -> None:
+        if self._limit:
+            documents = documents[: max(0, self._limit - self._retrieved)]
+        if self._decoding is not None:
+            documents = codec.decode_documents(documents, self._decoding)
+        self._buffer = documents
+        self._position = 0
+        self._retrieved += len(documents)
+
+    def _next(self) -> Optional[Document]:
+        if not self._started:
+            self._start()
+        while True:
+            if self._position < len(self._buffer):
+                document = self._buffer[self._position]
+                self._position += 1
+                return document
+            if self._id == 0 or self._killed:
+                return None
+            if self._limit and self._retrieved >= self._limit:
+                self.close()
+                return None
+            self._get_more()
+
+    def _get_more(self) -> None:
+        session = self._session
+        assert session is not None and self._address is not None
+        db, coll = self._namespace
+        batch_size = self._batch_size
+        if self._limit:
+            remaining = self._limit - self._retrieved
+            batch_size = remaining if not batch_size else min(batch_size, remaining)
+        cursor_id = self._id
+
+        def build(ctx: AttemptContext) -> Command:
+            body: Document = {"getMore": cursor_id, "collection": coll}
+            if batch_size:
+                body["batchSize"] = int(batch_size)
+            body.update(self._get_more_options)
+            return Command(body)
+
+        op = Operation(
+            name="getMore",
+            database=db,
+            build=build,
+            session=session,
+            retry=RetryKind.NONE,
+            address=self._address,
+            timeout_ms=self._timeout_ms,
+            operation_id=self._operation_id,
+        )
+        try:
+            outcome = self._client._executor.run(op)
+        except BaseException:
+            # The cursor is unusable after a failed getMore (never retried).
+            self._killed = True
+            self._release()
+            raise
+        cursor = outcome.reply.get("cursor") or {}
+        self._id = _cursor_id(cursor.get("id", 0))
+        self._set_batch(list(cursor.get("nextBatch") or []))
+        if self._id == 0:
+            self._release()
+
+    def _kill(self) -> None:
+        session = self._session
+        db, coll = self._namespace
+        cursor_id = self._id
+        if session is None or session.has_ended:
+            return
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command({"killCursors": coll, "cursors": [cursor_id]})
+
+        op = Operation(
+            name="killCursors",
+            database=db,
+            build=build,
+            session=session,
+            retry=RetryKind.NONE,
+            address=self._address,
+            operation_id=self._operation_id,
+        )
+        # Best effort: the server times idle cursors out anyway.
+        with contextlib.suppress(Exception):
+            self._client._executor.run(op)
+        self._id = 0
+
+    def _release(self) -> None:
+        owned, self._owned_session = self._owned_session, None
+        if owned is not None:
+            owned.end_session()

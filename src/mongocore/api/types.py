@@ -1,0 +1,12 @@
+"""Type aliases of the CRUD API's arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
+
+Document = dict[str, Any]
+Filter = Mapping[str, Any]
+SortSpec = Union[str, Sequence[tuple[str, Any]], Mapping[str, Any], None]
+Projection = Union[Mapping[str, Any], Sequence[str], None]
+Hint = Union[str, Sequence[tuple[str, Any]], Mapping[str, Any], None]

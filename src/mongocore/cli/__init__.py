@@ -1,0 +1,1 @@
+"""The command line: ``python -m mongocore`` (status, topology watch, sim, demo)."""

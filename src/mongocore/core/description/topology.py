@@ -1,0 +1,580 @@
+"""TopologyDescription and the SDAM state machine, as a pure function.
+
+Seed: server-discovery-and-monitoring.md, sections "TopologyDescription",
+"Updating the TopologyDescription" (the TopologyType table and its actions
+updateUnknownWithStandalone, updateRSWithoutPrimary,
+updateRSWithPrimaryFromMember, updateRSFromPrimary, checkIfHasPrimary, remove),
+"Checking wire protocol compatibility", "Verifying setName with TopologyType
+Single", "Logical Session Timeout" and "Connection Pool Management".
+
+``apply(description, server_description)`` never mutates its inputs. It returns a
+``Transition``: the new description plus what the I/O shell must do about it
+(monitors to start and stop, checks to request, pools to clear or mark ready).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Callable, NamedTuple, Optional
+
+from mongocore._version import DRIVER_NAME
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription, compare_topology_version
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.types import DATA_BEARING, ServerType, TopologyType
+
+_log = logging.getLogger("mongocore.topology")
+
+# The wire protocol range mongocore speaks: OP_MSG, sessions and retryable writes
+# arrived with wire version 6 (MongoDB 3.6).
+CLIENT_MIN_WIRE_VERSION = 6
+CLIENT_MAX_WIRE_VERSION = 28
+_MONGODB_VERSION_OF_WIRE = {6: "3.6", 7: "4.0", 8: "4.2", 9: "4.4", 13: "5.0", 17: "6.0"}
+# "If the old primary server version is 4.0 or earlier, the client MUST clear its
+# connection pool": 4.2 is wire version 8.
+WIRE_VERSION_4_2 = 8
+
+_T = TopologyType
+_S = ServerType
+# Not checked by a monitor, so without wire versions of their own.
+_NO_WIRE_VERSIONS = frozenset({_S.UNKNOWN, _S.POSSIBLE_PRIMARY, _S.LOAD_BALANCER})
+_UNSET: Any = object()
+
+
+class TopologyDescription:
+    """An immutable view of the whole deployment.
+
+    ``servers`` maps each address to its ServerDescription. Facts that server
+    selection needs on every call (the primary, the readable servers,
+    compatibility) are computed once, on first use, and kept.
+    """
+
+    _servers: dict[Address, ServerDescription]
+    _compatibility_error: Any
+    _lstm: Any
+    _primary: Any
+    type: TopologyType
+    set_name: Optional[str]
+    max_election_id: Optional[Any]
+    max_set_version: Optional[int]
+    servers: Mapping[Address, ServerDescription]
+    settings: TopologySettings
+    selection_cache: dict[Any, Any]
+
+    def __init__(
+        self,
+        type: TopologyType,
+        servers: Mapping[Address, ServerDescription],
+        settings: TopologySettings,
+        *,
+        set_name: Optional[str] = None,
+        max_election_id: Optional[Any] = None,
+        max_set_version: Optional[int] = None,
+        _adopt: bool = False,
+    ) -> None:
+        # apply() hands over a dict it built and never touches again: no second copy.
+        own = servers if _adopt and isinstance(servers, dict) else dict(servers)
+        # One __dict__ assignment instead of a setattr per field: apply() makes one
+        # description per heartbeat.
+        object.__setattr__(
+            self,
+            "__dict__",
+            {
+                "type": type,
+                "_servers": own,
+                "servers": MappingProxyType(own),
+                "settings": settings,
+                "set_name": set_name,
+                "max_election_id": max_election_id,
+                "max_set_version": max_set_version,
+                "_compatibility_error": _UNSET,
+                "_lstm": _UNSET,
+                "_primary": _UNSET,
+                # Owned by mongocore.core.selection: per-description precomputed selection data.
+                "selection_cache": {},
+            },
+        )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"TopologyDescription is immutable; cannot set {name!r}")
+
+    @classmethod
+    def initial(cls, settings: TopologySettings) -> TopologyDescription:
+        """The TopologyDescription before any check: every seed Unknown."""
+        servers = {address: ServerDescription(address) for address in settings.seeds}
+        return cls(
+            settings.initial_topology_type,
+            servers,
+            settings,
+            set_name=settings.replica_set,
+        )
+
+    # --- derived facts, computed once -----------------------------------------
+
+    @property
+    def compatible(self) -> bool:
+        return self.compatibility_error is None
+
+    @property
+    def compatibility_error(self) -> Optional[str]:
+        """The seed's message for the first incompatible server, or None."""
+        error = self._compatibility_error
+        if error is _UNSET:
+            error = None
+            for sd in self._servers.values():
+                # A load balancer's wire versions come from each connection's handshake.
+                # PossiblePrimary is never checked: like Unknown, it has no wire versions.
+                if sd.type in _NO_WIRE_VERSIONS:
+                    continue
+                if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
+                    error = (
+                        f"Server at {sd.address} requires wire version {sd.min_wire_version}, "
+                        f"but this version of {DRIVER_NAME} only supports up to "
+                        f"{CLIENT_MAX_WIRE_VERSION}."
+                    )
+                    break
+                if sd.max_wire_version < CLIENT_MIN_WIRE_VERSION:
+                    error = (
+                        f"Server at {sd.address} reports wire version {sd.max_wire_version}, "
+                        f"but this version of {DRIVER_NAME} requires at least "
+                        f"{CLIENT_MIN_WIRE_VERSION} (MongoDB "
+                        f"{_MONGODB_VERSION_OF_WIRE[CLIENT_MIN_WIRE_VERSION]})."
+                    )
+                    break
+            self.__dict__["_compatibility_error"] = error
+        return error  # type: ignore[no-any-return]
+
+    @property
+    def logical_session_timeout_minutes(self) -> Optional[int]:
+        """The smallest value over data-bearing servers; None if any of them has none."""
+        lstm = self._lstm
+        if lstm is _UNSET:
+            lstm = None
+            for sd in self._servers.values():
+                if sd.type in DATA_BEARING:
+                    value = sd.logical_session_timeout_minutes
+                    if value is None:
+                        lstm = None
+                        break
+                    lstm = value if lstm is None else min(lstm, value)
+            self.__dict__["_lstm"] = lstm
+        return lstm  # type: ignore[no-any-return]
+
+    @property
+    def primary(self) -> Optional[ServerDescription]:
+        primary = self._primary
+        if primary is _UNSET:
+            primary = next((s for s in self._servers.values() if s.type is _S.RS_PRIMARY), None)
+            self.__dict__["_primary"] = primary
+        return primary  # type: ignore[no-any-return]
+
+    @property
+    def has_known_servers(self) -> bool:
+        return any(sd.is_server_type_known for sd in self._servers.values())
+
+    def __repr__(self) -> str:
+        servers = ", ".join(repr(sd) for sd in self._servers.values())
+        name = f" setName={self.set_name!r}" if self.set_name else ""
+        return f"<TopologyDescription {self.type.value}{name} servers=[{servers}]>"
+
+
+class Transition(NamedTuple):
+    """The outcome of applying one ServerDescription to a TopologyDescription."""
+
+    previous: TopologyDescription
+    description: TopologyDescription
+    #: The description actually stored for the checked server; None if the outcome
+    #: was ignored (server not in the topology, or an older topologyVersion).
+    applied: Optional[ServerDescription] = None
+    #: Servers added to the topology: start monitoring them.
+    added: tuple[Address, ...] = ()
+    #: Servers removed from the topology: stop monitoring them, close their pools.
+    removed: tuple[Address, ...] = ()
+    #: Servers to check right away (an invalidated primary).
+    request_check: tuple[Address, ...] = ()
+    #: Servers whose pools must be cleared (an invalidated primary older than 4.2).
+    clear_pools: tuple[Address, ...] = ()
+    #: Servers whose pools must be marked ready (a successful check of a usable server).
+    ready_pools: tuple[Address, ...] = ()
+
+    @property
+    def ignored(self) -> bool:
+        return self.applied is None
+
+
+def _new_transition(fields: tuple[Any, ...]) -> Transition:
+    return tuple.__new__(Transition, fields)
+
+
+class _Update:
+    """The working state of one apply(): a copy of the servers and the fields that change."""
+
+    __slots__ = (
+        "added",
+        "clear_pools",
+        "max_election_id",
+        "max_set_version",
+        "previous",
+        "removed",
+        "request_check",
+        "servers",
+        "set_name",
+        "type",
+    )
+
+    def __init__(self, previous: TopologyDescription) -> None:
+        self.previous = previous
+        self.servers: dict[Address, ServerDescription] = dict(previous._servers)
+        self.type = previous.type
+        self.set_name = previous.set_name
+        self.max_election_id = previous.max_election_id
+        self.max_set_version = previous.max_set_version
+        self.added: list[Address] = []
+        self.removed: list[Address] = []
+        self.request_check: list[Address] = []
+        self.clear_pools: list[Address] = []
+
+    # -- the seed's subroutines ---------------------------------------------
+
+    def remove(self, address: Address) -> None:
+        """remove: drop the server and stop monitoring it."""
+        if self.servers.pop(address, None) is not None:
+            self.removed.append(address)
+            if not self.servers:
+                _log.warning(
+                    "removed %s, the last server of the topology: no server is left to monitor",
+                    address,
+                )
+
+    def add_members(self, sd: ServerDescription) -> None:
+        """Add every member this server reports that the topology does not have yet."""
+        servers = self.servers
+        for address in sorted(sd.all_hosts, key=_address_sort_key):
+            if address not in servers:
+                servers[address] = ServerDescription(address)
+                self.added.append(address)
+
+    def check_if_has_primary(self) -> None:
+        """checkIfHasPrimary."""
+        if _has_primary(self.servers, self.previous):
+            self.type = _T.REPLICA_SET_WITH_PRIMARY
+        else:
+            self.type = _T.REPLICA_SET_NO_PRIMARY
+
+    def mark_possible_primary(self, sd: ServerDescription) -> None:
+        primary = sd.primary
+        if primary is None:
+            return
+        current = self.servers.get(primary)
+        if current is not None and current.type is _S.UNKNOWN:
+            self.servers[primary] = current.replace(type=_S.POSSIBLE_PRIMARY)
+
+    def update_unknown_with_standalone(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            return
+        if len(self.previous.settings.seeds) == 1:
+            self.type = _T.SINGLE
+        else:
+            self.remove(sd.address)
+
+    def update_rs_without_primary(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            return
+        if self.set_name is None:
+            self.set_name = sd.set_name
+        elif self.set_name != sd.set_name:
+            self.remove(sd.address)
+            return
+        self.add_members(sd)
+        self.mark_possible_primary(sd)
+        if sd.me is not None and sd.address != sd.me:
+            self.remove(sd.address)
+
+    def update_rs_with_primary_from_member(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            # Another thread heard from the primary that this server left the set.
+            return
+        if self.set_name != sd.set_name or (sd.me is not None and sd.address != sd.me):
+            self.remove(sd.address)
+            self.check_if_has_primary()
+            return
+        # Had this member been the primary?
+        if not _has_primary(self.servers, self.previous):
+            self.type = _T.REPLICA_SET_NO_PRIMARY
+            self.mark_possible_primary(sd)
+
+    def update_rs_from_primary(self, sd: ServerDescription) -> None:
+        address = sd.address
+        if address not in self.servers:
+            return
+        if self.set_name is None:
+            self.set_name = sd.set_name
+        elif self.set_name != sd.set_name:
+            # A primary, but not of the set the user named or we discovered.
+            self.remove(address)
+            self.check_if_has_primary()
+            return
+
+        if not self._accept_election(sd):
+            self.check_if_has_primary()
+            return
+
+        for other, other_sd in list(self.servers.items()):
+            if other != address and other_sd.type is _S.RS_PRIMARY:
+                self.servers[other] = ServerDescription.from_error(
+                    other, "primary marked stale due to discovery of newer primary"
+                )
+                self.request_check.append(other)
+                if other_sd.max_wire_version < WIRE_VERSION_4_2:
+                    self.clear_pools.append(other)
+
+        self.add_members(sd)
+        members = sd.all_hosts
+        for other in list(self.servers):
+            if other not in members:
+                self.remove(other)
+        self.check_if_has_primary()
+
+    def _accept_election(self, sd: ServerDescription) -> bool:
+        """The (electionId, setVersion) check. False, and the server marked Unknown, if stale."""
+        election_id, set_version = sd.election_id, sd.set_version
+        if sd.max_wire_version >= 17:  # MongoDB 6.0+: electionId first; null is least.
+            by_election = _cmp_nullable(election_id, self.max_election_id)
+            if by_election > 0 or (
+                by_election == 0 and _cmp_nullable(set_version, self.max_set_version) >= 0
+            ):
+                self.max_election_id = election_id
+                self.max_set_version = set_version
+                return True
+            self._mark_stale_primary(sd)
+            return False
+
+        # Older servers: setVersion is compared before electionId.
+        if set_version is not None and election_id is not None:
+            if self.max_set_version is not None and self.max_election_id is not None:
+                by_version = _cmp_nullable(set_version, self.max_set_version)
+                if by_version < 0 or (
+                    by_version == 0 and _cmp_nullable(election_id, self.max_election_id) < 0
+                ):
+                    self._mark_stale_primary(sd)
+                    return False
+            self.max_election_id = election_id
+        if set_version is not None and _cmp_nullable(set_version, self.max_set_version) > 0:
+            self.max_set_version = set_version
+        return True
+
+    def _mark_stale_primary(self, sd: ServerDescription) -> None:
+        self.servers[sd.address] = ServerDescription.from_error(
+            sd.address,
+            "primary marked stale due to electionId/setVersion mismatch, "
+            f"({sd.election_id}, {sd.set_version}) is stale compared to "
+            f"({self.max_election_id}, {self.max_set_version})",
+        )
+
+    # -- result ---------------------------------------------------------------
+
+    def transition(self, applied: ServerDescription) -> Transition:
+        previous = self.previous
+        description = TopologyDescription(
+            self.type,
+            self.servers,
+            previous.settings,
+            set_name=self.set_name,
+            max_election_id=self.max_election_id,
+            max_set_version=self.max_set_version,
+            _adopt=True,
+        )
+        stored = self.servers.get(applied.address)
+        ready: tuple[Address, ...] = ()
+        if stored is not None and (
+            stored.type in DATA_BEARING
+            or (stored.type is not _S.UNKNOWN and self.type is _T.SINGLE)
+        ):
+            ready = (stored.address,)
+        # tuple.__new__ directly: the NamedTuple constructor is a Python-level call,
+        # and one Transition is made per heartbeat.
+        return _new_transition(
+            (
+                previous,
+                description,
+                stored if stored is not None else applied,
+                tuple(self.added) if self.added else (),
+                tuple(self.removed) if self.removed else (),
+                tuple(self.request_check) if self.request_check else (),
+                tuple(self.clear_pools) if self.clear_pools else (),
+                ready,
+            )
+        )
+
+
+def apply(description: TopologyDescription, sd: ServerDescription) -> Transition:
+    """Process one check outcome (or an application error's Unknown description)."""
+    current = description._servers.get(sd.address)
+    if current is None:
+        # The server was removed while it was being checked: ignore its outcome.
+        return Transition(description, description)
+    if compare_topology_version(current.topology_version, sd.topology_version) > 0:
+        # Older than what we already know: keep the current description.
+        return Transition(description, description)
+
+    update = _Update(description)
+    topology_type = description.type
+
+    if topology_type is _T.SINGLE:
+        replica_set = description.settings.replica_set
+        if replica_set is not None and sd.set_name != replica_set:
+            found = "no setName" if sd.set_name is None else f"setName {sd.set_name!r}"
+            sd = ServerDescription.from_error(
+                sd.address,
+                sd.error
+                or f"replica set name mismatch: expected {replica_set!r}, but {sd.address} "
+                f"reports {found}",
+                last_update_time=sd.last_update_time,
+            )
+        update.servers[sd.address] = sd
+        return update.transition(sd)
+
+    update.servers[sd.address] = sd
+    if topology_type is not _T.LOAD_BALANCED:
+        handler = _TABLE[topology_type].get(sd.type)
+        if handler is not None:
+            try:
+                handler(update, sd)
+            except Exception as exc:
+                # A description built by hand with values parsing never gives (a
+                # wire version that is not a number, ...): never let it wedge the
+                # topology. The server becomes Unknown, with the reason.
+                _log.error("cannot apply %r", sd, exc_info=True)
+                unknown = ServerDescription.from_error(
+                    sd.address,
+                    f"invalid server description: {type(exc).__name__}: {exc}",
+                    last_update_time=sd.last_update_time,
+                )
+                return apply(description, unknown)
+    return update.transition(sd)
+
+
+def _set_type(topology_type: TopologyType, then: _Handler | None = None) -> _Handler:
+    def handler(update: _Update, sd: ServerDescription) -> None:
+        update.type = topology_type
+        if then is not None:
+            then(update, sd)
+
+    return handler
+
+
+def _remove(update: _Update, sd: ServerDescription) -> None:
+    update.remove(sd.address)
+
+
+def _remove_and_check(update: _Update, sd: ServerDescription) -> None:
+    update.remove(sd.address)
+    update.check_if_has_primary()
+
+
+_Handler = Callable[[_Update, ServerDescription], None]
+
+# The seed's TopologyType table: (TopologyType, ServerType) -> action; absent = no-op.
+_TABLE: dict[TopologyType, dict[ServerType, _Handler]] = {
+    _T.UNKNOWN: {
+        _S.STANDALONE: _Update.update_unknown_with_standalone,
+        _S.MONGOS: _set_type(_T.SHARDED),
+        _S.RS_PRIMARY: _set_type(_T.REPLICA_SET_WITH_PRIMARY, _Update.update_rs_from_primary),
+        _S.RS_SECONDARY: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+        _S.RS_ARBITER: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+        _S.RS_OTHER: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+    },
+    _T.SHARDED: {
+        _S.STANDALONE: _remove,
+        _S.RS_PRIMARY: _remove,
+        _S.RS_SECONDARY: _remove,
+        _S.RS_ARBITER: _remove,
+        _S.RS_OTHER: _remove,
+        _S.RS_GHOST: _remove,
+    },
+    _T.REPLICA_SET_NO_PRIMARY: {
+        _S.STANDALONE: _remove,
+        _S.MONGOS: _remove,
+        _S.RS_PRIMARY: _set_type(_T.REPLICA_SET_WITH_PRIMARY, _Update.update_rs_from_primary),
+        _S.RS_SECONDARY: _Update.update_rs_without_primary,
+        _S.RS_ARBITER: _Update.update_rs_without_primary,
+        _S.RS_OTHER: _Update.update_rs_without_primary,
+    },
+    _T.REPLICA_SET_WITH_PRIMARY: {
+        _S.UNKNOWN: lambda update, sd: update.check_if_has_primary(),
+        _S.RS_GHOST: lambda update, sd: update.check_if_has_primary(),
+        _S.STANDALONE: _remove_and_check,
+        _S.MONGOS: _remove_and_check,
+        _S.RS_PRIMARY: _Update.update_rs_from_primary,
+        _S.RS_SECONDARY: _Update.update_rs_with_primary_from_member,
+        _S.RS_ARBITER: _Update.update_rs_with_primary_from_member,
+        _S.RS_OTHER: _Update.update_rs_with_primary_from_member,
+    },
+}
+
+
+def apply_srv_hosts(description: TopologyDescription, hosts: Iterable[Address]) -> Transition:
+    """SRV polling: make the servers of a Sharded or Unknown topology match the SRV records.
+
+    Spec: polling-srv-records-for-mongos-discovery ("Polling" and the host list it
+    gives): new hosts are added as Unknown and monitored; hosts no longer listed are
+    removed. Other topology types are left alone.
+    """
+    if description.type not in (_T.SHARDED, _T.UNKNOWN):
+        return Transition(description, description)
+    wanted = set(hosts)
+    update = _Update(description)
+    for address in sorted(wanted - set(update.servers), key=_address_sort_key):
+        update.servers[address] = ServerDescription(address)
+        update.added.append(address)
+    for address in [a for a in update.servers if a not in wanted]:
+        update.remove(address)
+    if not update.added and not update.removed:
+        return Transition(description, description)
+    new = TopologyDescription(
+        update.type, update.servers, description.settings, set_name=description.set_name
+    )
+    return Transition(description, new, None, tuple(update.added), tuple(update.removed))
+
+
+def remove_all(description: TopologyDescription) -> Transition:
+    """Client closing: remove every server and set the TopologyType to Unknown."""
+    closed = TopologyDescription(_T.UNKNOWN, {}, description.settings)
+    return Transition(description, closed, removed=tuple(description._servers))
+
+
+def _has_primary(
+    servers: Mapping[Address, ServerDescription], previous: TopologyDescription
+) -> bool:
+    # Fast path: the previous primary (computed once per description, and needed by
+    # server selection anyway) is usually still there.
+    hint = previous.primary
+    if hint is not None:
+        current = servers.get(hint.address)
+        if current is not None and current.type is _S.RS_PRIMARY:
+            return True
+    return any(sd.type is _S.RS_PRIMARY for sd in servers.values())
+
+
+def _cmp_nullable(a: Any, b: Any) -> int:
+    """Compare with null less than every value (the seed's electionId/setVersion rule).
+
+    ``a`` is the reported value, ``b`` the stored maximum. Parsing guarantees the
+    types (ObjectId, int), but a description can be built by hand: values that
+    cannot be ordered against each other count ``a`` as newer, so a bad maximum is
+    replaced by the next primary rather than failing every later comparison.
+    """
+    if a is None:
+        return 0 if b is None else -1
+    if b is None:
+        return 1
+    try:
+        return 1 if a > b else (-1 if a < b else 0)
+    except TypeError:
+        return 1
+
+
+def _address_sort_key(address: Address) -> tuple[str, int]:
+    return (address.host, address.port or 0)

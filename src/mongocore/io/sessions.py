@@ -1,0 +1,168 @@
+"""Server sessions, their pool, and the cluster time a client gossips.
+
+Spec: Driver Sessions ("ServerSession", "Generating a session ID locally", "Server
+Session Pool" and its two algorithms, "Gossipping the cluster time"), with the
+transaction number the retryable-writes seed keeps per server session ("Generating
+Transaction IDs"). Pooled server sessions keep their transaction number, so every
+retryable write on one ``lsid`` has a higher ``txnNumber`` than the last. The pool
+is thread-safe.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
+
+from bson import Binary, Int64, Timestamp
+
+#: "about to expire": less than one minute left before the server forgets it.
+EXPIRY_MARGIN = 60.0
+
+
+class ServerSession:
+    """A server session: its id (``{id: UUID}``), when it was last sent, its txnNumber.
+
+    ``dirty`` marks a session that met a network error: an operation may still be
+    running on the server under this id, so it is never pooled again.
+    """
+
+    __slots__ = ("_clock", "dirty", "generation", "last_use", "session_id", "txn_number")
+
+    def __init__(self, generation: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+        # A version 4 UUID, as BSON binary subtype 4 ("Generating a session ID locally").
+        self.session_id: dict[str, Any] = {"id": Binary(uuid.uuid4().bytes, 4)}
+        self._clock = clock
+        self.last_use = clock()
+        self.txn_number = 0
+        self.dirty = False
+        self.generation = generation
+
+    def touch(self) -> None:
+        """The id is being sent to the server now ("lastUse")."""
+        self.last_use = self._clock()
+
+    def next_txn_number(self) -> Int64:
+        """A transaction number larger than any used before on this session."""
+        self.txn_number += 1
+        return Int64(self.txn_number)
+
+    def timed_out(self, timeout_minutes: Optional[int], now: float) -> bool:
+        """True if it has less than a minute left before the server considers it stale.
+
+        With no known timeout (no data-bearing server seen yet, or a load balancer)
+        nothing is known to expire.
+        """
+        if timeout_minutes is None:
+            return False
+        idle = now - self.last_use
+        return idle > timeout_minutes * 60.0 - EXPIRY_MARGIN
+
+    def __repr__(self) -> str:
+        value = self.session_id["id"]
+        return f"<ServerSession {value.as_uuid()} txnNumber={self.txn_number}>"
+
+
+class ServerSessionPool:
+    """The client's pool of server sessions: a deque, most recently released first.
+
+    Follows the spec's two algorithms: acquiring takes from the front, skipping
+    (dropping) sessions about to expire; releasing first drops expiring sessions from
+    the back, then keeps the released one at the front unless it is dirty or about
+    to expire. There is no maximum size.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._sessions: collections.deque[ServerSession] = collections.deque()
+        self._clock = clock
+        self._generation = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def acquire(self, timeout_minutes: Optional[int]) -> ServerSession:
+        now = self._clock()
+        with self._lock:
+            while self._sessions:
+                session = self._sessions.popleft()
+                if not session.timed_out(timeout_minutes, now):
+                    return session
+            generation = self._generation
+        return ServerSession(generation, self._clock)
+
+    def release(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
+        now = self._clock()
+        with self._lock:
+            while self._sessions and self._sessions[-1].timed_out(timeout_minutes, now):
+                self._sessions.pop()
+            if session.generation != self._generation:
+                return  # checked out before a reset: never returns to the new pool
+            if session.dirty or session.timed_out(timeout_minutes, now):
+                return
+            self._sessions.appendleft(session)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """Empty the pool and return the ids it held (for ``endSessions`` at close)."""
+        with self._lock:
+            ids = [s.session_id for s in self._sessions]
+            self._sessions.clear()
+            self._generation += 1
+        return ids
+
+    def reset(self) -> None:
+        """Forget every pooled session without ending them on the server (after a fork).
+
+        Sessions checked out now are not taken back when they are released.
+        """
+        self.drain()
+
+
+def cluster_time_greater(a: Optional[Mapping[str, Any]], b: Optional[Mapping[str, Any]]) -> bool:
+    """Is cluster time ``a`` greater than ``b``? Only ``clusterTime`` (both parts of the
+    Timestamp) counts; the signature does not. None is less than anything."""
+    if a is None:
+        return False
+    if b is None:
+        return True
+    ta, tb = a.get("clusterTime"), b.get("clusterTime")
+    if not isinstance(ta, Timestamp):
+        return False
+    if not isinstance(tb, Timestamp):
+        return True
+    return bool(ta > tb)
+
+
+def newer_cluster_time(
+    a: Optional[Mapping[str, Any]], b: Optional[Mapping[str, Any]]
+) -> Optional[Mapping[str, Any]]:
+    """The greater of two cluster times (either may be None)."""
+    return a if cluster_time_greater(a, b) else (b if b is not None else a)
+
+
+class ClusterClock:
+    """The highest cluster time a client has received from a server (thread-safe).
+
+    Only ``$clusterTime`` documents received directly from servers advance it, never
+    a session's cluster time (which an application may set).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value: Optional[Mapping[str, Any]] = None
+
+    @property
+    def value(self) -> Optional[Mapping[str, Any]]:
+        return self._value
+
+    def advance(self, cluster_time: Any) -> None:
+        if not isinstance(cluster_time, Mapping) or not isinstance(
+            cluster_time.get("clusterTime"), Timestamp
+        ):
+            return
+        with self._lock:
+            if cluster_time_greater(cluster_time, self._value):
+                self._value = cluster_time

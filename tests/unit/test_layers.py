@@ -1,0 +1,132 @@
+"""The layers show in the folders, and imports only point down.
+
+``mongocore.core`` (pure: descriptions, selection, the retry policy, the wire codec,
+options) imports nothing from the I/O shell (``mongocore.io``), the API
+(``mongocore.api`` and the pymongo-named modules at the root) or the command line;
+the shell imports nothing from the API; no module imports the simulator or the
+command line except those above them. Imports made only for type checking are not
+counted: they do not run. And no runtime import cycle exists between modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import mongocore
+
+PACKAGE = Path(mongocore.__file__).parent
+
+#: The layer of each top-level part of the package; a module may import only from
+#: its own layer or lower ones. errors and driver_info are leaves every layer uses.
+LAYERS = {
+    "_version": 0,
+    "errors": 0,
+    "driver_info": 0,
+    "core": 0,
+    "io": 1,
+    "api": 2,
+    "read_concern": 2,
+    "write_concern": 2,
+    "read_preferences": 2,
+    "monitoring": 2,
+    "sim": 3,
+    "cli": 4,
+    "__main__": 5,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["mongocore", *parts])
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS[parts[1]] if len(parts) > 1 else max(LAYERS.values()) + 1
+
+
+def runtime_imports(path: Path) -> Iterator[str]:
+    """The mongocore modules ``path`` imports when it runs."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    type_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and getattr(block.test, "id", None) == "TYPE_CHECKING"
+        for node in ast.walk(block)
+    }
+    for node in ast.walk(tree):
+        if id(node) in type_only or not isinstance(node, ast.ImportFrom):
+            continue
+        if node.module == "mongocore":
+            yield from (f"mongocore.{alias.name}" for alias in node.names)
+        elif node.module and node.module.startswith("mongocore."):
+            yield node.module
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {module_name(path): set(runtime_imports(path)) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_part_of_the_package_has_a_layer() -> None:
+    parts = {
+        p.name.removesuffix(".py")
+        for p in PACKAGE.iterdir()
+        if p.suffix == ".py" or (p / "__init__.py").exists()
+    }
+    assert parts - {"__init__"} <= set(LAYERS), sorted(parts - set(LAYERS))
+
+
+def test_imports_point_down() -> None:
+    upward = [
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if layer(target) > layer(module)
+    ]
+    assert upward == []
+
+
+def test_the_pure_core_imports_no_shell_api_or_simulator() -> None:
+    for module, targets in import_graph().items():
+        if module.startswith("mongocore.core."):
+            assert all(layer(t) == 0 for t in targets), (module, sorted(targets))
+
+
+def test_no_import_cycles() -> None:
+    graph = import_graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_the_checks_see_an_upward_import(tmp_path: Path) -> None:
+    """The broken variant: a core module importing the client must be caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from mongocore.api.client import Client\n", encoding="utf-8")
+    assert list(runtime_imports(bad)) == ["mongocore.api.client"]
+    assert layer("mongocore.api.client") > layer("mongocore.core.address")
+    hidden = tmp_path / "hidden.py"
+    hidden.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from mongocore.api.client import Client\n",
+        encoding="utf-8",
+    )
+    assert list(runtime_imports(hidden)) == []
