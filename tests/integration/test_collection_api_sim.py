@@ -21,7 +21,6 @@ from mongocore.api.client import Client
 from mongocore.api.collection import Collection
 from mongocore.api.operations import DeleteMany, InsertOne, UpdateOne
 from mongocore.core.events import CommandStartedEvent
-from mongocore.errors import OperationFailure
 from mongocore.sim import ReplicaSet
 from mongocore.write_concern import WriteConcern
 from tests.integration.sim_client import Recorder, sim_client
@@ -137,10 +136,8 @@ def test_cursor_distinct_uses_the_cursors_filter(coll: Collection, recorder: Rec
 
 
 def test_explain_wraps_the_find_command(coll: Collection, recorder: Recorder) -> None:
-    # The simulator has no explain command: what matters is what was asked.
-    with pytest.raises(OperationFailure) as info:
-        coll.find({"group": 1}).sort("_id").limit(2).explain()
-    assert info.value.code == 59
+    plan = coll.find({"group": 1}).sort("_id").limit(2).explain()
+    assert plan["queryPlanner"]["namespace"] == coll.full_name
     inner = _sent(recorder, "explain")["explain"]
     assert inner == {"find": coll.name, "filter": {"group": 1}, "sort": {"_id": 1}, "limit": 2}
 
@@ -192,9 +189,10 @@ def test_rename_runs_on_admin(coll: Collection, recorder: Recorder) -> None:
         coll.rename("bad$name")
     with pytest.raises(TypeError):
         coll.rename(cast(Any, 5))
-    # The simulator has no renameCollection: check what was asked, and where.
-    with pytest.raises(OperationFailure):
-        coll.rename("renamed", dropTarget=True)
+    coll.insert_one({"_id": "moved"})
+    coll.rename("renamed", dropTarget=True)
+    assert coll.database["renamed"].find_one({"_id": "moved"}) == {"_id": "moved"}
+    assert coll.name not in coll.database.list_collection_names()
     event: CommandStartedEvent = recorder.started_of("renameCollection")[-1]
     assert event.database_name == "admin"
     assert event.command["renameCollection"] == coll.full_name

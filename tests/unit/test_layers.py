@@ -61,10 +61,17 @@ def runtime_imports(path: Path) -> Iterator[str]:
     for node in ast.walk(tree):
         if id(node) in type_only or not isinstance(node, ast.ImportFrom):
             continue
-        if node.module == "mongocore":
-            yield from (f"mongocore.{alias.name}" for alias in node.names)
-        elif node.module and node.module.startswith("mongocore."):
-            yield node.module
+        if node.module and (node.module == "mongocore" or node.module.startswith("mongocore.")):
+            # ``from package import submodule`` depends on the submodule; a package's
+            # own __init__ runs before any of its submodules anyway, so it is no edge.
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                yield name if is_module(name) else node.module
+
+
+def is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").exists() or (PACKAGE / relative).is_dir()
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -101,15 +101,14 @@ def test_transaction_numbers_only_on_retryable_writes(rs: ReplicaSet) -> None:
         assert find["code"] == 50768
         no_session = client.command("db", {"insert": "c", "documents": [{}], "txnNumber": 1})
         assert no_session["code"] == 72
+        lsid = {"id": ObjectId().binary}
         transaction = client.command(
-            "db",
-            {
-                **_insert(1, {"id": ObjectId().binary}, {}),
-                "startTransaction": True,
-                "autocommit": False,
-            },
+            "db", {**_insert(1, lsid, {}), "startTransaction": True, "autocommit": False}
         )
-        assert transaction["code"] == 20
+        assert transaction["ok"] == 1.0
+        # A transaction's number is not also a retryable write's.
+        retryable = client.command("db", _insert(1, lsid, {}))
+        assert retryable["code"] == 217 and retryable["codeName"] == "IncompleteTransactionHistory"
 
 
 def test_mongos_forwards_retryable_writes() -> None:

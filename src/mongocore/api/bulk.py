@@ -10,7 +10,11 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
+from mongocore.api.arguments import _raise_single_write_errors
 from mongocore.api.client_session import ClientSession
+from mongocore.api.operations import _WriteModel
+from mongocore.api.results import BulkWriteResult
+from mongocore.api.types import Document
 from mongocore.core.wire.limits import COMMAND_OVERHEAD, op_msg_overhead, split_batches
 from mongocore.errors import (
     BulkWriteError,
@@ -23,10 +27,6 @@ from mongocore.io.executor import AttemptContext, Command
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
 
-from mongocore.api.arguments import _raise_single_write_errors
-from mongocore.api.operations import _WriteModel
-from mongocore.api.results import BulkWriteResult
-from mongocore.api.types import Document
 
 # --- bulk writes -----------------------------------------------------------------------
 

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, cast
 
+from mongocore.api.arguments import _raise_write_concern_error
 from mongocore.api.client_session import ClientSession
+from mongocore.api.target import _Target
+from mongocore.api.types import Document
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
     from mongocore.api.database import Database
-
-from mongocore.api.arguments import _raise_write_concern_error
-from mongocore.api.target import _Target
-from mongocore.api.types import Document
-from mongocore.read_concern import ReadConcern
-from mongocore.write_concern import WriteConcern
 
 
 class CollectionBase(_Target):

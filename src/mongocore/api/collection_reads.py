@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-from mongocore.api.arguments import _hint, _options
+from mongocore.api.arguments import _collation_document, _hint, _options
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.command_cursor import CommandCursor, _aggregate
@@ -235,6 +235,7 @@ class CollectionReads(CollectionBase):
         session: Optional[ClientSession] = None,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
+        collation: Optional[Mapping[str, Any]] = None,
     ) -> int:
         """The count command as it is (a retryable read). Prefer count_documents, which
         is exact on sharded clusters, or estimated_document_count."""
@@ -249,6 +250,7 @@ class CollectionReads(CollectionBase):
                     limit=limit,
                     hint=None if hint is None else _hint(hint),
                     maxTimeMS=max_time_ms,
+                    collation=None if collation is None else _collation_document(collation),
                 )
             )
             return Command(body)

@@ -6,11 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
 from mongocore.api.client_session import ClientSession
+from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND, _CursorBase
+from mongocore.api.target import _Target
+from mongocore.api.types import Document
 from mongocore.core import codec
 from mongocore.core.address import Address
 from mongocore.core.codec import AnyCodecOptions
+from mongocore.core.description.types import ServerType
 from mongocore.core.retry_policy import RetryKind
-from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     OperationFailure,
 )
@@ -20,10 +24,6 @@ if TYPE_CHECKING:
     from mongocore.api.client import Client
     from mongocore.api.collection import Collection
     from mongocore.api.database import Database
-
-from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND, _CursorBase
-from mongocore.api.target import _Target
-from mongocore.api.types import Document
 
 
 def _cursor_options(batch_size: Optional[int]) -> Document:
@@ -52,6 +52,10 @@ def _aggregate(
         fields[_camel(key)] = value
     scope: _Target = collection if collection is not None else target
     write_concern = scope.write_concern
+    # A write stage runs on the primary, unless a non-primary read preference was asked
+    # for and every known server is 5.0+ (wire version 13), which can run it elsewhere
+    # (CRUD spec, "Aggregation pipelines with write stages").
+    write_preference = _write_stage_read_preference(scope, read_preference) if writes else None
 
     def build(ctx: AttemptContext) -> Command:
         body: Document = {"aggregate": aggregate, "pipeline": stages}
@@ -68,17 +72,43 @@ def _aggregate(
         "aggregate",
         build,
         session,
-        read_preference=None if writes else read_preference,
+        read_preference=write_preference if writes else read_preference,
         timeout_ms=timeout_ms,
         batch_size=batch_size,
         retryable=not writes,
         read_concern=True,
-        write=writes,
+        write=writes and write_preference is None,
     )
     if "comment" in fields:
         # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there).
         cursor._get_more_options = {"comment": fields["comment"]}
     return cursor
+
+
+#: The first wire version (MongoDB 5.0) whose secondaries run $out and $merge.
+WRITE_STAGE_ON_SECONDARY_WIRE_VERSION = 13
+
+
+def _write_stage_read_preference(
+    scope: _Target, read_preference: Optional[ReadPreference]
+) -> Optional[ReadPreference]:
+    """The read preference an aggregate with $out or $merge is sent with: the one asked
+    for when it is not primary and every known server is 5.0 or newer; otherwise None
+    (the primary, as a write)."""
+    preference = read_preference or scope.read_preference
+    if preference.mode is Mode.PRIMARY:
+        return None
+    known = [
+        server
+        for server in scope._client.topology.description.servers.values()
+        # A load balancer's description carries no wire version (nothing monitors it).
+        if server.type not in (ServerType.UNKNOWN, ServerType.LOAD_BALANCER)
+    ]
+    # Nothing known yet counts as new enough (as pymongo does): an older server found
+    # later refuses the command rather than the driver guessing.
+    if all(s.max_wire_version >= WRITE_STAGE_ON_SECONDARY_WIRE_VERSION for s in known):
+        return preference
+    return None
 
 
 def _camel(name: str) -> str:

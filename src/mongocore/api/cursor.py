@@ -6,8 +6,11 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from mongocore.api.arguments import _projection, _sort_document
 from mongocore.api.client_session import ClientSession
+from mongocore.api.cursor_base import _CursorBase
 from mongocore.api.cursor_options import FindModifiers, slice_bounds
+from mongocore.api.types import Document, Filter, Projection, SortSpec
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     InvalidOperation,
@@ -16,10 +19,6 @@ from mongocore.io.executor import AttemptContext, Command
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
-
-from mongocore.api.arguments import _projection, _sort_document
-from mongocore.api.cursor_base import _CursorBase
-from mongocore.api.types import Document, Filter, Projection, SortSpec
 
 
 class Cursor(FindModifiers, _CursorBase):

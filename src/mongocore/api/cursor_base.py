@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from bson import Int64
 
 from mongocore.api.client_session import ClientSession
+from mongocore.api.types import Document
 from mongocore.core import codec
 from mongocore.core.address import Address
 from mongocore.core.codec import AnyCodecOptions
@@ -27,7 +28,6 @@ from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Opera
 if TYPE_CHECKING:
     from mongocore.api.client import Client
 
-from mongocore.api.types import Document
 
 # --- cursors ---------------------------------------------------------------------------
 

@@ -8,21 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
+from mongocore.api.arguments import _options
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection import Collection
-from mongocore.core import codec
-from mongocore.core.codec import AnyCodecOptions
-from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.errors import (
-    InvalidOperation,
-    OperationFailure,
-)
-from mongocore.io.executor import AttemptContext, Command
-
-if TYPE_CHECKING:
-    from mongocore.api.client import Client
-
-from mongocore.api.arguments import _options
 from mongocore.api.command_cursor import (
     CommandCursor,
     _aggregate,
@@ -33,8 +21,19 @@ from mongocore.api.command_cursor import (
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
 from mongocore.api.target import _Target
 from mongocore.api.types import Document, Filter
+from mongocore.core import codec
+from mongocore.core.codec import AnyCodecOptions
+from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.errors import (
+    InvalidOperation,
+    OperationFailure,
+)
+from mongocore.io.executor import AttemptContext, Command
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
+
+if TYPE_CHECKING:
+    from mongocore.api.client import Client
 
 
 class Database(_Target):

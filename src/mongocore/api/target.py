@@ -17,12 +17,12 @@ from mongocore.errors import (
     ConfigurationError,
 )
 from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.read_concern import ReadConcern
+from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
 
-from mongocore.read_concern import ReadConcern
-from mongocore.write_concern import WriteConcern
 
 # --- the shared machinery --------------------------------------------------------------
 

@@ -8,7 +8,7 @@ logging.md.
 The ``command`` component of the logging spec, one module as for the other
 components (``topology`` in :mod:`mongocore.io.log_messages`, ``serverSelection`` in
 :mod:`mongocore.io.selection_log`, ``connection`` in :mod:`mongocore.io.pool_log`), built
-on what they share in :mod:`mongocore.io.log_messages`.
+on what they share in :mod:`mongocore.io.structured_log`.
 
 A :class:`CommandLogger` is an event subscriber (which the spec allows): it turns
 one client's command events into these messages, on the logger named for the
@@ -40,9 +40,8 @@ from mongocore.core.events import (
 )
 from mongocore.errors import OperationFailure
 from mongocore.io.command_monitoring import is_sensitive
-from mongocore.io.log_messages import (
-    DATA_ATTRIBUTE,
-    current_max_document_length,
+from mongocore.io.structured_log import (
+    StructuredLogger,
     document_json,
     duration_ms,
     failure_text,
@@ -61,12 +60,14 @@ COMMAND_FAILED = "Command failed"
 _AnyCommandEvent = Union[CommandStartedEvent, CommandSucceededEvent, CommandFailedEvent]
 
 
-class CommandLogger(CommandListener):
+class CommandLogger(StructuredLogger, CommandListener):
     """Emits the command log messages of one client.
 
     Register it (it is a CommandListener) with the client's EventPublisher.
     ``topology_id`` is the id of the client's topology.
     """
+
+    LOGGER_NAME = COMMAND_LOGGER
 
     def __init__(
         self,
@@ -75,31 +76,21 @@ class CommandLogger(CommandListener):
         logger: Optional[logging.Logger] = None,
         max_document_length: Optional[int] = None,
     ) -> None:
-        self.logger = logger if logger is not None else logging.getLogger(COMMAND_LOGGER)
-        self.topology_id = topology_id
-        self.max_document_length = (
-            current_max_document_length() if max_document_length is None else max_document_length
-        )
+        super().__init__(topology_id, logger=logger, max_document_length=max_document_length)
         # requestIds of sensitive commands in flight: a failed event does not carry
         # the command, and a redacted hello is only known as such from its started event.
         self._sensitive: set[int] = set()
         self._lock = threading.Lock()
 
-    def _enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.DEBUG)
-
     def _common(self, message: str, event: _AnyCommandEvent) -> tuple[dict[str, Any], str]:
         """The common fields; returns the structured form and the unstructured text's
         part after the verb (database, connection, server, service, ids)."""
-        data: dict[str, Any] = {
-            "message": message,
-            "topologyId": self.topology_id,
-            "commandName": event.command_name,
-            "databaseName": event.database_name,
-            "requestId": event.request_id,
-            "operationId": event.operation_id,
-            "driverConnectionId": event.connection_id,
-        }
+        data = self._data(message)
+        data["commandName"] = event.command_name
+        data["databaseName"] = event.database_name
+        data["requestId"] = event.request_id
+        data["operationId"] = event.operation_id
+        data["driverConnectionId"] = event.connection_id
         server = server_fields(data, event.address)
         text = f"using a connection with driver-generated ID {event.connection_id}"
         if event.server_connection_id is not None:
@@ -114,9 +105,6 @@ class CommandLogger(CommandListener):
             f". The requestID is {event.request_id} and the operation ID is {event.operation_id}."
         )
         return data, text
-
-    def _emit(self, text: str, data: dict[str, Any]) -> None:
-        self.logger.debug(text, extra={DATA_ATTRIBUTE: data})
 
     def _was_sensitive(self, request_id: int) -> bool:
         with self._lock:
@@ -180,7 +168,5 @@ def command_log_listeners(
 ) -> list[Listener]:
     """A new CommandLogger if ``logger`` (by default :data:`COMMAND_LOGGER`) is enabled
     for DEBUG now, else none: a client with logging off pays nothing."""
-    target = logger if logger is not None else logging.getLogger(COMMAND_LOGGER)
-    if not target.isEnabledFor(logging.DEBUG):
-        return []
-    return [CommandLogger(topology_id, logger=target)]
+    target = CommandLogger.enabled_logger(logger)
+    return [] if target is None else [CommandLogger(topology_id, logger=target)]

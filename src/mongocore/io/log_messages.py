@@ -21,22 +21,17 @@ one when it is created, if the logger is enabled for DEBUG at that moment
 (:func:`topology_log_listeners`); otherwise nothing at all is done, and each message
 is built only after ``isEnabledFor(DEBUG)`` said yes.
 
-What every component's messages share lives here too (the structured form
-attribute, the max document length, truncation, the text of an error, the server
-fields, durations): :mod:`mongocore.io.selection_log` (``serverSelection``) and
-:mod:`mongocore.io.pool_log` (``connection``) use it.
+What every component's messages share (the structured form attribute, the max
+document length, truncation, the text of an error, the server fields, durations, the
+base of each component's logger) is in :mod:`mongocore.io.structured_log`; this
+module re-exports its public names, where they were first defined.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Mapping
 from typing import Any, Optional, Union
 
-from bson import json_util
-
-from mongocore.core.address import Address
 from mongocore.core.events import (
     Listener,
     ServerClosedEvent,
@@ -51,21 +46,52 @@ from mongocore.core.events import (
     TopologyListener,
     TopologyOpeningEvent,
 )
-from mongocore.errors import MongoCoreError, OperationFailure
+from mongocore.io.structured_log import (
+    DATA_ATTRIBUTE,
+    DEFAULT_MAX_DOCUMENT_LENGTH,
+    MAX_DOCUMENT_LENGTH_VARIABLES,
+    StructuredLogger,
+    current_max_document_length,
+    document_json,
+    duration_ms,
+    failure_text,
+    max_document_length_from_environment,
+    server_fields,
+    set_max_document_length,
+    structured_data,
+    truncate,
+)
+
+__all__ = [
+    "COMPONENT",
+    "DATA_ATTRIBUTE",
+    "DEFAULT_MAX_DOCUMENT_LENGTH",
+    "MAX_DOCUMENT_LENGTH_VARIABLES",
+    "SERVER_HEARTBEAT_FAILED",
+    "SERVER_HEARTBEAT_STARTED",
+    "SERVER_HEARTBEAT_SUCCEEDED",
+    "STARTING_SERVER_MONITORING",
+    "STARTING_TOPOLOGY_MONITORING",
+    "STOPPED_SERVER_MONITORING",
+    "STOPPED_TOPOLOGY_MONITORING",
+    "TOPOLOGY_DESCRIPTION_CHANGED",
+    "TOPOLOGY_LOGGER",
+    "TopologyLogger",
+    "current_max_document_length",
+    "document_json",
+    "duration_ms",
+    "failure_text",
+    "max_document_length_from_environment",
+    "server_fields",
+    "set_max_document_length",
+    "structured_data",
+    "topology_log_listeners",
+    "truncate",
+]
 
 #: The logging spec's component of these messages, and the logger that carries it.
 COMPONENT = "topology"
 TOPOLOGY_LOGGER = "mongocore.topology"
-#: The LogRecord attribute holding the structured form of a message (a dict).
-DATA_ATTRIBUTE = "mongocore_data"
-#: "The default max length is 1000" (logging.md); the unit is the Unicode code point.
-DEFAULT_MAX_DOCUMENT_LENGTH = 1000
-#: Environment variables read for the max document length, first found wins. The
-#: spec's text spells its variable MONGOB_...; the MONGODB_... spelling is read first.
-MAX_DOCUMENT_LENGTH_VARIABLES = (
-    "MONGODB_LOG_MAX_DOCUMENT_LENGTH",
-    "MONGOB_LOG_MAX_DOCUMENT_LENGTH",
-)
 
 # The "message" value of each log message.
 STARTING_TOPOLOGY_MONITORING = "Starting topology monitoring"
@@ -77,128 +103,17 @@ SERVER_HEARTBEAT_STARTED = "Server heartbeat started"
 SERVER_HEARTBEAT_SUCCEEDED = "Server heartbeat succeeded"
 SERVER_HEARTBEAT_FAILED = "Server heartbeat failed"
 
-_ELLIPSIS = "..."
-
 _HeartbeatEvent = Union[
     ServerHeartbeatStartedEvent, ServerHeartbeatSucceededEvent, ServerHeartbeatFailedEvent
 ]
 
-#: The max document length set by set_max_document_length(), if any.
-_max_document_length: Optional[int] = None
 
-
-def structured_data(record: logging.LogRecord) -> Optional[dict[str, Any]]:
-    """The structured form of a record emitted by this module (None for other records)."""
-    data = getattr(record, DATA_ATTRIBUTE, None)
-    return data if isinstance(data, dict) else None
-
-
-def max_document_length_from_environment(
-    environ: Optional[Mapping[str, str]] = None,
-) -> int:
-    """The max document length the environment asks for, or the default.
-
-    An invalid value (not an integer, or negative) counts as unset, as the spec requires;
-    it is reported with a warning on this module's logger, never raised.
-    """
-    env = os.environ if environ is None else environ
-    for name in MAX_DOCUMENT_LENGTH_VARIABLES:
-        raw = env.get(name)
-        if raw is None:
-            continue
-        try:
-            value = int(raw.strip())
-        except ValueError:
-            value = -1
-        if value >= 0:
-            return value
-        logging.getLogger(TOPOLOGY_LOGGER).warning(
-            "ignoring %s=%r: the max document length must be a non-negative integer", name, raw
-        )
-    return DEFAULT_MAX_DOCUMENT_LENGTH
-
-
-def set_max_document_length(length: Optional[int]) -> Optional[int]:
-    """Set the max document length of clients created from now on; returns the previous
-    setting. None goes back to the environment variable (or the default). This setting
-    takes precedence over the environment, as the logging spec requires."""
-    global _max_document_length
-    if length is not None and (
-        not isinstance(length, int) or isinstance(length, bool) or length < 0
-    ):
-        raise ValueError(f"the max document length must be a non-negative integer, not {length!r}")
-    previous, _max_document_length = _max_document_length, length
-    return previous
-
-
-def current_max_document_length() -> int:
-    """The max document length a client created now uses."""
-    if _max_document_length is not None:
-        return _max_document_length
-    return max_document_length_from_environment()
-
-
-def truncate(text: str, max_length: int) -> str:
-    """Cut ``text`` to ``max_length`` code points, plus "..." if anything was cut.
-
-    Naive on purpose (logging.md): the result need not be valid JSON any more.
-    """
-    if len(text) <= max_length:
-        return text
-    return text[:max_length] + _ELLIPSIS
-
-
-def document_json(document: Mapping[str, Any], max_length: int) -> str:
-    """A document as relaxed extended JSON, truncated to ``max_length``."""
-    text = json_util.dumps(_plain(document), json_options=json_util.RELAXED_JSON_OPTIONS)
-    return truncate(text, max_length)
-
-
-def _plain(value: Any) -> Any:
-    # json_util serializes dicts and lists; replies may hold other Mappings/Sequences.
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def failure_text(error: BaseException, max_length: int) -> str:
-    """How a heartbeat's error appears in a log message ("Representing Errors").
-
-    The error's class and message, its labels if it has any, and for a server error
-    the server's response as extended JSON, truncated to ``max_length``. Heartbeats
-    are never sensitive (monitoring connections do not authenticate), so nothing is
-    redacted.
-    """
-    text = f"{type(error).__name__}: {error}"
-    if isinstance(error, MongoCoreError) and error.error_labels:
-        text += f" (error labels: {', '.join(sorted(error.error_labels))})"
-    if isinstance(error, OperationFailure) and error.details:
-        text += f" Server response: {document_json(error.details, max_length)}"
-    return text
-
-
-def duration_ms(seconds: float) -> float:
-    """A duration in seconds as the ``durationMS`` of a log message."""
-    return round(seconds * 1000.0, 3)
-
-
-def server_fields(data: dict[str, Any], address: Address) -> str:
-    """Add ``serverHost`` and ``serverPort`` (no port for a Unix socket) to a message's
-    structured form; returns the server as the unstructured text shows it."""
-    data["serverHost"] = address.host
-    if address.port is not None:
-        data["serverPort"] = address.port
-        return f"{address.host}:{address.port}"
-    return address.host
-
-
-class TopologyLogger:
+class TopologyLogger(StructuredLogger):
     """Emits the SDAM log messages for one client's topology.
 
     Feed it the client's events through :meth:`listeners`. ``topologyId`` is the
-    topology id the events carry (an ObjectId, one per client).
+    topology id the events carry (an ObjectId, one per client); the heartbeat
+    messages, whose events carry none, take the one the topology opened with.
 
     ``driverConnectionId`` and ``serverConnectionId`` come from the heartbeat
     events: the monitor numbers its monitoring connections per server (1, 2, ...; they
@@ -206,33 +121,11 @@ class TopologyLogger:
     connection's handshake reply, absent when the check opens a new connection.
     """
 
-    def __init__(
-        self,
-        *,
-        logger: Optional[logging.Logger] = None,
-        max_document_length: Optional[int] = None,
-    ) -> None:
-        self.logger = logger if logger is not None else logging.getLogger(TOPOLOGY_LOGGER)
-        self.max_document_length = (
-            current_max_document_length() if max_document_length is None else max_document_length
-        )
-        self.topology_id: Optional[object] = None
+    LOGGER_NAME = TOPOLOGY_LOGGER
 
     def listeners(self) -> list[Listener]:
         """The listeners to register with the client's EventPublisher."""
         return [_TopologyEvents(self), _ServerEvents(self), _HeartbeatEvents(self)]
-
-    # --- emitting --------------------------------------------------------------------
-
-    def _enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.DEBUG)
-
-    def _emit(self, text: str, data: dict[str, Any]) -> None:
-        self.logger.debug(text, extra={DATA_ATTRIBUTE: data})
-
-    @staticmethod
-    def _server_fields(data: dict[str, Any], address: Address) -> str:
-        return server_fields(data, address)
 
     # --- topology and server events --------------------------------------------------
 
@@ -276,7 +169,7 @@ class TopologyLogger:
             "message": STARTING_SERVER_MONITORING,
             "topologyId": event.topology_id,
         }
-        server = self._server_fields(data, event.address)
+        server = server_fields(data, event.address)
         self._emit(
             f"Starting monitoring for server {server} in topology with ID {event.topology_id}",
             data,
@@ -289,7 +182,7 @@ class TopologyLogger:
             "message": STOPPED_SERVER_MONITORING,
             "topologyId": event.topology_id,
         }
-        server = self._server_fields(data, event.address)
+        server = server_fields(data, event.address)
         self._emit(
             f"Stopped monitoring for server {server} in topology with ID {event.topology_id}",
             data,
@@ -298,8 +191,8 @@ class TopologyLogger:
     # --- heartbeats ------------------------------------------------------------------
 
     def _heartbeat(self, message: str, event: _HeartbeatEvent) -> tuple[dict[str, Any], str]:
-        data: dict[str, Any] = {"message": message, "topologyId": self.topology_id}
-        server = self._server_fields(data, event.address)
+        data = self._data(message)
+        server = server_fields(data, event.address)
         driver_id, server_id = event.driver_connection_id, event.server_connection_id
         data["driverConnectionId"] = driver_id
         on = f"{server} on connection with driver-generated ID {driver_id}"
@@ -339,10 +232,8 @@ class TopologyLogger:
 def topology_log_listeners(logger: Optional[logging.Logger] = None) -> list[Listener]:
     """A new TopologyLogger's listeners if ``logger`` (by default :data:`TOPOLOGY_LOGGER`)
     is enabled for DEBUG now, else none: a client with logging off pays nothing."""
-    target = logger if logger is not None else logging.getLogger(TOPOLOGY_LOGGER)
-    if not target.isEnabledFor(logging.DEBUG):
-        return []
-    return TopologyLogger(logger=target).listeners()
+    target = TopologyLogger.enabled_logger(logger)
+    return [] if target is None else TopologyLogger(logger=target).listeners()
 
 
 # --- adapters: the listener interfaces share method names -------------------------------

@@ -10,7 +10,8 @@ A module of its own, one per component of the logging spec (``topology`` in
 :mod:`mongocore.io.log_messages`, ``serverSelection`` in :mod:`mongocore.io.selection_log`,
 ``connection`` here): each stays small and is read with its spec section, while what
 every component shares (the structured form attribute, the max document length, how
-errors are written) stays in :mod:`mongocore.io.log_messages`.
+errors are written, the base of each component's logger) is in
+:mod:`mongocore.io.structured_log`.
 
 The spec allows logging "via an event subscriber", and that is what a
 :class:`ConnectionLogger` is: it turns one client's CMAP events into these messages,
@@ -44,9 +45,8 @@ from mongocore.core.events import (
     PoolCreatedEvent,
     PoolReadyEvent,
 )
-from mongocore.io.log_messages import (
-    DATA_ATTRIBUTE,
-    current_max_document_length,
+from mongocore.io.structured_log import (
+    StructuredLogger,
     duration_ms,
     failure_text,
     server_fields,
@@ -94,37 +94,20 @@ CHECKOUT_FAILED_REASONS = {
 }
 
 
-class ConnectionLogger(ConnectionPoolListener):
+class ConnectionLogger(StructuredLogger, ConnectionPoolListener):
     """Emits the CMAP log messages for the pools of one client's topology.
 
     Register it (it is a ConnectionPoolListener) with the client's EventPublisher.
     ``topology_id`` is the id of the client's topology.
     """
 
-    def __init__(
-        self,
-        topology_id: object,
-        *,
-        logger: Optional[logging.Logger] = None,
-        max_document_length: Optional[int] = None,
-    ) -> None:
-        self.logger = logger if logger is not None else logging.getLogger(CONNECTION_LOGGER)
-        self.topology_id = topology_id
-        self.max_document_length = (
-            current_max_document_length() if max_document_length is None else max_document_length
-        )
+    LOGGER_NAME = CONNECTION_LOGGER
 
-    # --- emitting --------------------------------------------------------------------
-
-    def _enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.DEBUG)
+    # --- the common fields -------------------------------------------------------------
 
     def _start(self, message: str, address: Address) -> tuple[dict[str, Any], str]:
-        data: dict[str, Any] = {"message": message, "topologyId": self.topology_id}
+        data = self._data(message)
         return data, server_fields(data, address)
-
-    def _emit(self, text: str, data: dict[str, Any]) -> None:
-        self.logger.debug(text, extra={DATA_ATTRIBUTE: data})
 
     def _error(self, data: dict[str, Any], error: Optional[BaseException]) -> str:
         """Adds ``error`` when the event carries one; returns the text's ". Error: ..."."""
@@ -258,7 +241,5 @@ def connection_log_listeners(
 ) -> list[Listener]:
     """A new ConnectionLogger if ``logger`` (by default :data:`CONNECTION_LOGGER`) is
     enabled for DEBUG now, else none: a client with logging off pays nothing."""
-    target = logger if logger is not None else logging.getLogger(CONNECTION_LOGGER)
-    if not target.isEnabledFor(logging.DEBUG):
-        return []
-    return [ConnectionLogger(topology_id, logger=target)]
+    target = ConnectionLogger.enabled_logger(logger)
+    return [] if target is None else [ConnectionLogger(topology_id, logger=target)]

@@ -10,7 +10,8 @@ A module of its own, one per component of the logging spec (``topology`` in
 :mod:`mongocore.io.log_messages`, ``serverSelection`` here, ``connection`` in
 :mod:`mongocore.io.pool_log`): each stays small and is read with its spec section, while
 what every component shares (the structured form attribute, the max document length,
-truncation, how errors are written) stays in :mod:`mongocore.io.log_messages`.
+truncation, how errors are written, the base of each component's logger) is in
+:mod:`mongocore.io.structured_log`.
 
 The messages go to the logger named for the component, :data:`SERVER_SELECTION_LOGGER`
 (``mongocore.serverSelection``): "Waiting for suitable server to become available" at
@@ -31,12 +32,7 @@ from typing import Any, Optional
 from mongocore.core.address import Address
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.selection.read_preference import ReadPreference
-from mongocore.io.log_messages import (
-    DATA_ATTRIBUTE,
-    current_max_document_length,
-    failure_text,
-    server_fields,
-)
+from mongocore.io.structured_log import StructuredLogger, failure_text, server_fields
 
 #: The logging spec's component of these messages, and the logger that carries it.
 COMPONENT = "serverSelection"
@@ -64,7 +60,7 @@ def describe_selector(
     return text
 
 
-class SelectionLog:
+class SelectionLog(StructuredLogger):
     """The log messages of one server selection.
 
     Built by :func:`selection_log`; the topology calls :meth:`started` once, then
@@ -72,15 +68,9 @@ class SelectionLog:
     wants the message once per operation), and :meth:`succeeded` or :meth:`failed`.
     """
 
-    __slots__ = (
-        "_logger",
-        "_max_document_length",
-        "_operation",
-        "_operation_id",
-        "_selector",
-        "_topology_id",
-        "_waited",
-    )
+    __slots__ = ("_operation", "_operation_id", "_selector", "_waited")
+
+    LOGGER_NAME = SERVER_SELECTION_LOGGER
 
     def __init__(
         self,
@@ -90,19 +80,17 @@ class SelectionLog:
         selector: str,
         operation: Optional[str],
         operation_id: Optional[int],
-        max_document_length: int,
+        max_document_length: Optional[int] = None,
     ) -> None:
-        self._logger = logger
-        self._topology_id = topology_id
+        super().__init__(topology_id, logger=logger, max_document_length=max_document_length)
         self._selector = selector
         self._operation = operation
         self._operation_id = operation_id
-        self._max_document_length = max_document_length
         self._waited = False
 
     def _common(self, message: str, description: TopologyDescription) -> dict[str, Any]:
         # Absent values are left out, never None ("Omitting Null Values").
-        data: dict[str, Any] = {"message": message, "topologyId": self._topology_id}
+        data = self._data(message)
         data["selector"] = self._selector
         if self._operation_id is not None:
             data["operationId"] = self._operation_id
@@ -118,14 +106,14 @@ class SelectionLog:
         return f"Selector: {self._selector}, topology description: {data['topologyDescription']}"
 
     def started(self, description: TopologyDescription) -> None:
-        if not self._logger.isEnabledFor(logging.DEBUG):
+        if not self._enabled():
             return
         data = self._common(SERVER_SELECTION_STARTED, description)
         text = f"Server selection started {self._for()}. {self._tail(data)}"
-        self._logger.debug(text, extra={DATA_ATTRIBUTE: data})
+        self._emit(text, data)
 
     def succeeded(self, description: TopologyDescription, address: Address) -> None:
-        if not self._logger.isEnabledFor(logging.DEBUG):
+        if not self._enabled():
             return
         data = self._common(SERVER_SELECTION_SUCCEEDED, description)
         server = server_fields(data, address)
@@ -133,7 +121,7 @@ class SelectionLog:
             f"Server selection succeeded {self._for()}. Selected server: {server}. "
             f"{self._tail(data)}"
         )
-        self._logger.debug(text, extra={DATA_ATTRIBUTE: data})
+        self._emit(text, data)
 
     def failed(
         self,
@@ -144,23 +132,23 @@ class SelectionLog:
         """``summary``: the error's message without what the message already shows (a
         selection timeout's message lists the topology's servers, which the spec asks
         not to repeat in ``failure``)."""
-        if not self._logger.isEnabledFor(logging.DEBUG):
+        if not self._enabled():
             return
         data = self._common(SERVER_SELECTION_FAILED, description)
         if summary is not None:
             failure = f"{type(error).__name__}: {summary}"
         else:
-            failure = failure_text(error, self._max_document_length)
+            failure = failure_text(error, self.max_document_length)
         data["failure"] = failure
         text = f"Server selection failed {self._for()}. Failure: {failure}. {self._tail(data)}"
-        self._logger.debug(text, extra={DATA_ATTRIBUTE: data})
+        self._emit(text, data)
 
     def waiting(self, description: TopologyDescription, remaining: float) -> None:
         """No suitable server yet; ``remaining``: seconds left until selection times out."""
         if self._waited:
             return
         self._waited = True
-        if not self._logger.isEnabledFor(logging.INFO):
+        if not self._enabled(logging.INFO):
             return
         data = self._common(WAITING_FOR_SUITABLE_SERVER, description)
         remaining_ms = max(0, int(remaining * 1000))
@@ -169,7 +157,7 @@ class SelectionLog:
             f"Waiting for server to become available {self._for()}. "
             f"Remaining time: {remaining_ms} ms. {self._tail(data)}."
         )
-        self._logger.info(text, extra={DATA_ATTRIBUTE: data})
+        self._emit(text, data, logging.INFO)
 
 
 def selection_log(
@@ -184,8 +172,8 @@ def selection_log(
     """The log of a selection that starts now, or None when the logger (by default
     :data:`SERVER_SELECTION_LOGGER`) would drop every message: then the selection
     builds nothing at all."""
-    target = logger if logger is not None else logging.getLogger(SERVER_SELECTION_LOGGER)
-    if not target.isEnabledFor(logging.INFO):
+    target = SelectionLog.enabled_logger(logger, logging.INFO)
+    if target is None:
         return None
     return SelectionLog(
         target,
@@ -193,5 +181,4 @@ def selection_log(
         selector=describe_selector(read_preference, deprioritized),
         operation=operation,
         operation_id=operation_id,
-        max_document_length=current_max_document_length(),
     )

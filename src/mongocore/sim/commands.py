@@ -1,4 +1,5 @@
-"""Command handlers of a simulated mongod: CRUD, cursors, catalog and diagnostic commands.
+"""Command handlers of a simulated mongod: cursors, catalog and diagnostic commands (the
+CRUD handlers are in :mod:`mongocore.sim.crud_commands`).
 
 Each handler takes a ``CommandContext`` and returns the reply document shaped like a
 MongoDB 7.0 server's (``n``, ``nModified``, ``upserted``, ``writeErrors`` with
@@ -11,22 +12,38 @@ all (primary, secondary with secondaryOk, arbiter) is decided by the member befo
 from __future__ import annotations
 
 import datetime
-import functools
 import os
 import platform
 import random
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from bson import Binary, Int64
 from bson.son import SON
 from mongomock import filtering
 
+from mongocore.sim import change_streams
+from mongocore.sim.catalog import PRE_AND_POST_IMAGES, create_options, modified_options
+from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.codes import CommandError
+from mongocore.sim.crud_commands import (
+    aggregate_writes,
+    cmd_aggregate,
+    cmd_count,
+    cmd_delete,
+    cmd_distinct,
+    cmd_find,
+    cmd_find_and_modify,
+    cmd_insert,
+    cmd_update,
+)
+from mongocore.sim.query import batch_size as _batch_size
 from mongocore.sim.sessions import RetryableWrite
-from mongocore.sim.store import DataStore, translate_store_errors
+from mongocore.sim.store import DataStore
+
+if TYPE_CHECKING:
+    from mongocore.sim.member import Process
 
 __all__ = [
     "BUILD_VERSION",
@@ -39,6 +56,7 @@ __all__ = [
     "CommandSpec",
     "Cursor",
     "CursorTable",
+    "aggregate_writes",
     "build_info",
 ]
 
@@ -67,6 +85,7 @@ class Cursor:
     ns: str
     docs: list[Any]
     position: int = 0
+    stream: Any = None  # a change stream (sim/change_streams.py): tailable, no docs
 
 
 class CursorTable:
@@ -106,6 +125,18 @@ class CursorTable:
             cursor_id = 0
         return {"nextBatch": batch, "id": Int64(cursor_id), "ns": ns}
 
+    def open_stream(self, ns: str, stream: Any) -> int:
+        """Keep a change stream open as a cursor; returns its id."""
+        cursor_id = random.randint(1, 2**63 - 1)
+        self._cursors[cursor_id] = Cursor(cursor_id, ns, [], stream=stream)
+        return cursor_id
+
+    def find(self, cursor_id: int) -> Optional[Cursor]:
+        return self._cursors.get(cursor_id)
+
+    def discard(self, cursor_id: int) -> None:
+        self._cursors.pop(cursor_id, None)
+
     def has(self, cursor_id: int) -> bool:
         return cursor_id in self._cursors
 
@@ -137,6 +168,7 @@ class CommandContext:
     cursors: CursorTable
     data_members: int = 1  # data-bearing members, for write concern checks
     retryable: Optional[RetryableWrite] = None  # a retryable write's statements
+    process: Optional[Process] = None  # the server running it, for what it reports of itself
 
     @property
     def target(self) -> Any:
@@ -182,321 +214,14 @@ class CommandSpec:
     kind: str
     admin_only: bool = False
     retryable_write: bool = False
+    #: The kind of one request when it depends on it (an explain is what it explains).
+    kind_for: Optional[Callable[[Mapping[str, Any]], str]] = None
+
+    def kind_of(self, cmd: Mapping[str, Any]) -> str:
+        return self.kind if self.kind_for is None else self.kind_for(cmd)
 
 
-# -- writes ----------------------------------------------------------------------------
-
-
-def _documents(ctx: CommandContext, field: str) -> list[Mapping[str, Any]]:
-    docs = ctx.cmd.get(field)
-    if not isinstance(docs, list):
-        raise CommandError(9, f"BSON field '{ctx.name}.{field}' is missing but a required field")
-    return docs
-
-
-def _write_error(index: int, error: CommandError) -> Reply:
-    entry: Reply = {"index": index, "code": error.code, "errmsg": error.errmsg}
-    entry.update(error.extra)
-    return entry
-
-
-def _write_reply(n: int, errors: list[Reply], **extra: Any) -> Reply:
-    reply: Reply = {"n": n}
-    reply.update(extra)
-    if errors:
-        reply["writeErrors"] = errors
-    reply["ok"] = 1.0
-    return reply
-
-
-def cmd_insert(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    ordered = bool(ctx.cmd.get("ordered", True))
-    n = 0
-    errors: list[Reply] = []
-    for index, doc in enumerate(_documents(ctx, "documents")):
-        prior = ctx.executed(index)
-        if prior is not None:
-            n += int(prior["n"])
-            continue
-        try:
-            ctx.write(
-                index, coll, functools.partial(ctx.store.insert, ctx.db, coll, doc), _inserted
-            )
-            n += 1
-        except CommandError as exc:
-            errors.append(_write_error(index, exc))
-            if ordered:
-                break
-    return _write_reply(n, errors)
-
-
-def _inserted(_: None) -> Reply:
-    return {"n": 1}
-
-
-def _updated(outcome: tuple[int, int, Any]) -> Reply:
-    matched, changed, upserted_id = outcome
-    if upserted_id is not None:
-        return {"n": 1, "nModified": 0, "upserted": upserted_id}
-    return {"n": matched, "nModified": changed}
-
-
-def cmd_update(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    ordered = bool(ctx.cmd.get("ordered", True))
-    n = modified = 0
-    upserted: list[Reply] = []
-    errors: list[Reply] = []
-    for index, statement in enumerate(_documents(ctx, "updates")):
-        if "sort" in statement:
-            # An update statement's sort is MongoDB 8.0's; 7.0 parses it as unknown.
-            raise CommandError(40415, "BSON field 'update.updates.sort' is an unknown field.")
-        result = ctx.executed(index)
-        if result is None:
-            apply = functools.partial(
-                ctx.store.update,
-                ctx.db,
-                coll,
-                statement.get("q", {}),
-                statement.get("u", {}),
-                multi=bool(statement.get("multi", False)),
-                upsert=bool(statement.get("upsert", False)),
-                array_filters=statement.get("arrayFilters"),
-            )
-            try:
-                result = _updated(ctx.write(index, coll, apply, _updated))
-            except CommandError as exc:
-                errors.append(_write_error(index, exc))
-                if ordered:
-                    break
-                continue
-        n += int(result["n"])
-        modified += int(result["nModified"])
-        if "upserted" in result:
-            upserted.append({"index": index, "_id": result["upserted"]})
-    extra: dict[str, Any] = {}
-    if upserted:
-        extra["upserted"] = upserted
-    extra["nModified"] = modified
-    return _write_reply(n, errors, **extra)
-
-
-def _deleted(count: int) -> Reply:
-    return {"n": count}
-
-
-def cmd_delete(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    ordered = bool(ctx.cmd.get("ordered", True))
-    n = 0
-    errors: list[Reply] = []
-    for index, statement in enumerate(_documents(ctx, "deletes")):
-        limit = statement.get("limit", 0)
-        if limit not in (0, 1):
-            errors.append(
-                _write_error(
-                    index, CommandError(9, "The limit field in delete objects must be 0 or 1")
-                )
-            )
-            if ordered:
-                break
-            continue
-        prior = ctx.executed(index)
-        if prior is not None:
-            n += int(prior["n"])
-            continue
-        apply = functools.partial(
-            ctx.store.delete, ctx.db, coll, statement.get("q", {}), int(limit)
-        )
-        try:
-            n += ctx.write(index, coll, apply, _deleted)
-        except CommandError as exc:
-            errors.append(_write_error(index, exc))
-            if ordered:
-                break
-    return _write_reply(n, errors)
-
-
-def cmd_find_and_modify(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    cmd = ctx.cmd
-    remove = bool(cmd.get("remove", False))
-    if remove == ("update" in cmd):
-        raise CommandError(9, "Either an update or remove=true must be specified")
-    if remove and (cmd.get("new") or cmd.get("upsert")):
-        raise CommandError(9, "Cannot specify both new=true and remove=true or upsert=true")
-    prior = ctx.executed(0)
-    if prior is not None:
-        # A retried findAndModify is answered from the recorded images.
-        return {**prior, "ok": 1.0}
-    apply = functools.partial(
-        ctx.store.find_and_modify,
-        ctx.db,
-        coll,
-        query=cmd.get("query") or {},
-        sort=cmd.get("sort"),
-        remove=remove,
-        update=cmd.get("update"),
-        new=bool(cmd.get("new", False)),
-        fields=cmd.get("fields"),
-        upsert=bool(cmd.get("upsert", False)),
-        array_filters=cmd.get("arrayFilters"),
-    )
-    value, last_error = ctx.write(0, coll, apply, _found_and_modified)
-    return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
-
-
-def _found_and_modified(outcome: tuple[Optional[Reply], Reply]) -> Reply:
-    value, last_error = outcome
-    return {"lastErrorObject": dict(last_error), "value": value}
-
-
-# -- reads -----------------------------------------------------------------------------
-
-
-def _batch_size(value: Any) -> Optional[int]:
-    if value is None:
-        return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-        raise CommandError(
-            51024, f"BSON field 'batchSize' value must be >= 0, actual value '{value}'"
-        )
-    return int(value)
-
-
-def _sort_list(sort: Any) -> Optional[list[tuple[str, Any]]]:
-    if not sort:
-        return None
-    return [(key, value) for key, value in dict(sort).items()]
-
-
-def _index_keys(cmd: Mapping[str, Any], docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """returnKey: each document becomes the key of the index the query used. The
-    simulator plans with the _id index only, when the sort or the hint is on _id;
-    otherwise the query is a collection scan and the keys are empty (as a server's)."""
-    used = [cmd.get(option) for option in ("hint", "sort")]
-    if cmd.get("hint") == "_id_" or any(
-        isinstance(spec, Mapping) and list(spec) == ["_id"] for spec in used
-    ):
-        return [{"_id": doc["_id"]} for doc in docs if "_id" in doc]
-    return [{} for _ in docs]
-
-
-def cmd_find(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    cmd = ctx.cmd
-    if cmd.get("tailable") or cmd.get("awaitData"):
-        raise CommandError(238, "tailable cursors are not supported by the simulator")
-    limit = int(cmd.get("limit", 0) or 0)
-    if limit < 0:
-        raise CommandError(51024, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
-    try:
-        cursor = ctx.reader[ctx.db][coll].find(
-            cmd.get("filter") or {}, cmd.get("projection") or None
-        )
-        sort = _sort_list(cmd.get("sort"))
-        if sort:
-            cursor = cursor.sort(sort)
-        if cmd.get("skip"):
-            cursor = cursor.skip(int(cmd["skip"]))
-        if limit:
-            cursor = cursor.limit(limit)
-        docs = list(cursor)
-    except CommandError:
-        raise
-    except Exception as exc:
-        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    if cmd.get("returnKey"):
-        docs = _index_keys(cmd, docs)
-    elif cmd.get("showRecordId"):
-        docs = [{**doc, "$recordId": Int64(n)} for n, doc in enumerate(docs, 1)]
-    batch = ctx.cursors.open(
-        ctx.namespace(coll), docs, _batch_size(cmd.get("batchSize")), bool(cmd.get("singleBatch"))
-    )
-    return {"cursor": batch, "ok": 1.0}
-
-
-_WRITE_STAGES = ("$out", "$merge")
-
-
-def aggregate_writes(cmd: Mapping[str, Any]) -> bool:
-    """Does the pipeline end in $out or $merge (a write that needs the primary)?"""
-    pipeline = cmd.get("pipeline")
-    return bool(
-        isinstance(pipeline, list)
-        and pipeline
-        and isinstance(pipeline[-1], Mapping)
-        and any(stage in pipeline[-1] for stage in _WRITE_STAGES)
-    )
-
-
-def cmd_aggregate(ctx: CommandContext) -> Reply:
-    cmd = ctx.cmd
-    if not isinstance(cmd.get("pipeline"), list):
-        raise CommandError(14, "'pipeline' option must be specified as an array")
-    if cmd.get("explain"):
-        raise CommandError(238, "explain is not supported by the simulator")
-    if "cursor" not in cmd:
-        raise CommandError(
-            9, "The 'cursor' option is required, except for aggregate with the explain argument"
-        )
-    if ctx.target == 1:
-        raise CommandError(
-            238, "database-level aggregation (aggregate: 1) is not supported by the simulator"
-        )
-    coll = ctx.collection_name()
-    pipeline = list(cmd["pipeline"])
-    writes = aggregate_writes(cmd)
-    read_concern = cmd.get("readConcern")
-    if writes and isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
-        raise CommandError(
-            72, "readConcern level 'linearizable' is not supported with an $out or $merge stage"
-        )
-    source = ctx.store.client if writes else ctx.reader
-    try:
-        docs = list(source[ctx.db][coll].aggregate(pipeline))
-    except Exception as exc:
-        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    if writes:
-        out = pipeline[-1]["$out"]
-        out_db, out_coll = (
-            (out.get("db", ctx.db), out["coll"]) if isinstance(out, Mapping) else (ctx.db, out)
-        )
-        ctx.store.replace_collection(
-            out_db, out_coll, list(ctx.store.client[out_db][out_coll].find())
-        )
-        docs = []
-    options = cmd.get("cursor") or {}
-    batch = ctx.cursors.open(ctx.namespace(coll), docs, _batch_size(options.get("batchSize")))
-    return {"cursor": batch, "ok": 1.0}
-
-
-def cmd_count(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    cmd = ctx.cmd
-    kwargs: dict[str, Any] = {}
-    if cmd.get("skip"):
-        kwargs["skip"] = int(cmd["skip"])
-    if cmd.get("limit"):
-        kwargs["limit"] = abs(int(cmd["limit"]))
-    try:
-        n = ctx.reader[ctx.db][coll].count_documents(cmd.get("query") or {}, **kwargs)
-    except Exception as exc:
-        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    return {"n": n, "ok": 1.0}
-
-
-def cmd_distinct(ctx: CommandContext) -> Reply:
-    coll = ctx.collection_name()
-    key = ctx.cmd.get("key")
-    if not isinstance(key, str):
-        raise CommandError(14, "BSON field 'distinct.key' is missing but a required field")
-    try:
-        values = ctx.reader[ctx.db][coll].distinct(key, ctx.cmd.get("query") or {})
-    except Exception as exc:
-        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    return {"values": sorted(values, key=filtering.BsonComparable), "ok": 1.0}
+# -- cursors ---------------------------------------------------------------------------
 
 
 def cmd_get_more(ctx: CommandContext) -> Reply:
@@ -506,6 +231,9 @@ def cmd_get_more(ctx: CommandContext) -> Reply:
     coll = ctx.cmd.get("collection")
     if not isinstance(coll, str):
         raise CommandError(40414, "BSON field 'getMore.collection' is missing but a required field")
+    cursor = ctx.cursors.find(int(cursor_id))
+    if cursor is not None and cursor.stream is not None:
+        return change_streams.get_more(ctx, cursor, f"{ctx.db}.{coll}")
     batch = ctx.cursors.get_more(
         int(cursor_id), f"{ctx.db}.{coll}", _batch_size(ctx.cmd.get("batchSize"))
     )
@@ -533,8 +261,7 @@ def cmd_kill_cursors(ctx: CommandContext) -> Reply:
 
 
 def _collection_uuid(db: str, coll: str) -> Binary:
-    value: Binary = Binary(uuid.uuid5(uuid.NAMESPACE_URL, f"mongocore-sim:{db}.{coll}").bytes, 4)
-    return value
+    return collection_uuid(db, coll)  # the UUID change events carry too
 
 
 def cmd_list_collections(ctx: CommandContext) -> Reply:
@@ -549,7 +276,7 @@ def cmd_list_collections(ctx: CommandContext) -> Reply:
             entry = {
                 "name": name,
                 "type": "collection",
-                "options": {},
+                "options": ctx.store.options(ctx.db, name).to_document(),
                 "info": {"readOnly": False, "uuid": _collection_uuid(ctx.db, name)},
                 "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
             }
@@ -562,13 +289,18 @@ def cmd_list_collections(ctx: CommandContext) -> Reply:
     return {"cursor": batch, "ok": 1.0}
 
 
-def _index_documents(collection: Any) -> list[Reply]:
+def _index_documents(ctx: CommandContext, coll: str) -> list[Reply]:
     docs = []
-    for name, info in collection.index_information().items():
+    for name, info in ctx.reader[ctx.db][coll].index_information().items():
         doc: Reply = {"v": info.get("v", 2), "key": SON(list(info["key"])), "name": name}
         for option, value in info.items():
             if option not in ("v", "key", "ns"):
                 doc[option] = value
+        collation = ctx.store.index_collation(ctx.db, coll, name)
+        if name == "_id_":
+            collation = ctx.store.options(ctx.db, coll).collation
+        if collation is not None:
+            doc["collation"] = collation.spec()
         docs.append(doc)
     return docs
 
@@ -577,7 +309,7 @@ def cmd_list_indexes(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     if coll not in ctx.reader[ctx.db].list_collection_names():
         raise CommandError(26, f"ns does not exist: {ctx.db}.{coll}")
-    docs = _index_documents(ctx.reader[ctx.db][coll])
+    docs = _index_documents(ctx, coll)
     options = ctx.cmd.get("cursor") or {}
     batch = ctx.cursors.open(
         f"{ctx.db}.$cmd.listIndexes.{coll}", docs, _batch_size(options.get("batchSize"))
@@ -614,8 +346,24 @@ def cmd_create(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     if ctx.cmd.get("viewOn") is not None:
         raise CommandError(238, "views are not supported by the simulator")
-    ctx.store.create_collection(ctx.db, coll)
+    ctx.store.create_collection(ctx.db, coll, create_options(ctx.cmd))
     return {"ok": 1.0}
+
+
+def cmd_coll_mod(ctx: CommandContext) -> Reply:
+    """collMod: the validator, validationLevel, validationAction and
+    changeStreamPreAndPostImages (other options refused)."""
+    coll = ctx.collection_name()
+    if not ctx.store.collection_exists(ctx.db, coll):
+        raise CommandError(26, f"ns does not exist: {ctx.db}.{coll}")
+    options = modified_options(ctx.cmd, ctx.store.options(ctx.db, coll))
+    changes = {name: ctx.cmd[name] for name in _COLL_MOD_LOGGED if name in ctx.cmd}
+    ctx.store.modify_collection(ctx.db, coll, options, changes)
+    return {"ok": 1.0}
+
+
+# What a collMod's oplog entry records (a change stream's modify event describes it).
+_COLL_MOD_LOGGED = ("validator", "validationLevel", "validationAction", PRE_AND_POST_IMAGES)
 
 
 def cmd_drop(ctx: CommandContext) -> Reply:
@@ -750,10 +498,29 @@ def cmd_host_info(ctx: CommandContext) -> Reply:
     }
 
 
+#: The server parameters the simulator knows the value of; any other is refused as a
+#: server refuses a parameter it does not have, rather than answered empty.
+_PARAMETERS: dict[str, Any] = {
+    "featureCompatibilityVersion": {"version": BUILD_VERSION.rsplit(".", 1)[0]},
+}
+# getParameter's own fields, not parameter names.
+_GET_PARAMETER_FIELDS = frozenset({"getParameter", "comment", "$db", "lsid", "$clusterTime"})
+
+
 def cmd_get_parameter(ctx: CommandContext) -> Reply:
-    reply: Reply = {}
-    if ctx.cmd.get("featureCompatibilityVersion") is not None or ctx.target == "*":
-        reply["featureCompatibilityVersion"] = {"version": BUILD_VERSION.rsplit(".", 1)[0]}
+    target = ctx.target
+    if target == "*" or (isinstance(target, Mapping) and target.get("allParameters")):
+        names = list(_PARAMETERS)
+    else:
+        names = [
+            name
+            for name in ctx.cmd
+            if name not in _GET_PARAMETER_FIELDS and not name.startswith("$")
+        ]
+        unknown = [name for name in names if name not in _PARAMETERS]
+        if not names or unknown:
+            raise CommandError(72, "no option found to get")
+    reply: Reply = {name: _PARAMETERS[name] for name in names}
     reply["ok"] = 1.0
     return reply
 
@@ -768,6 +535,7 @@ COMMANDS: dict[str, CommandSpec] = {
     "dropDatabase": CommandSpec(cmd_drop_database, "write"),
     "createIndexes": CommandSpec(cmd_create_indexes, "write"),
     "dropIndexes": CommandSpec(cmd_drop_indexes, "write"),
+    "collMod": CommandSpec(cmd_coll_mod, "write"),
     "find": CommandSpec(cmd_find, "read"),
     "aggregate": CommandSpec(cmd_aggregate, "read"),
     "count": CommandSpec(cmd_count, "read"),

@@ -17,6 +17,10 @@ before the statement commits. Its data: ``closeConnection`` (default true) close
 connection without a reply; ``failBeforeCommitExceptionCode`` fails the statement with
 that code, so it is neither applied nor recorded. Without the code the statement is
 applied and recorded before the connection closes.
+
+``failGetMoreAfterCursorCheckout`` fails a getMore with ``errorCode`` once the getMore
+holds its cursor (which dies with it); unlike failCommand's, its error gets the labels a
+server computes (ResumableChangeStreamError on a change stream's getMore).
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ __all__ = [
     "parse_mode",
 ]
 
-SUPPORTED_FAIL_POINTS = frozenset({"failCommand", "onPrimaryTransactionalWrite"})
+SUPPORTED_FAIL_POINTS = frozenset(
+    {"failCommand", "onPrimaryTransactionalWrite", "failGetMoreAfterCursorCheckout"}
+)
 
 #: Other names a server registers a command under, and the command's own name. A
 #: server's failCommands matches a command by any of its names ("ismaster" fails the
@@ -111,13 +117,18 @@ def parse_mode(mode: Mode) -> tuple[str, int, float]:
 class FailCommandAction:
     """What ``failCommand`` does to one command."""
 
-    __slots__ = ("block_ms", "close_connection", "error", "write_concern_error")
+    __slots__ = ("block_ms", "close_connection", "error", "labels_override", "write_concern_error")
 
     def __init__(self, data: Mapping[str, Any], has_txn_number: bool) -> None:
         self.block_ms = 0
         if data.get("blockConnection"):
             self.block_ms = max(0, int(data.get("blockTimeMS", 0)))
         self.close_connection = bool(data.get("closeConnection", False))
+        #: ``errorLabels`` of the data: they replace the labels of the error and of the
+        #: write concern error (None: the server labels them as its own).
+        self.labels_override: Optional[list[str]] = (
+            list(data["errorLabels"]) if "errorLabels" in data else None
+        )
         self.error: Optional[CommandError] = None
         if "errorCode" in data:
             code = int(data["errorCode"])
@@ -213,6 +224,17 @@ class FailPoints:
         if point is None or not point.active:
             return None
         return point.data
+
+    def fail_get_more(self) -> Optional[CommandError]:
+        """``failGetMoreAfterCursorCheckout``: the error a getMore fails with, if it fires."""
+        point = self._points.get("failGetMoreAfterCursorCheckout")
+        if point is None or not point.active or not point.fire():
+            return None
+        code = point.data.get("errorCode")
+        return CommandError(
+            int(code) if isinstance(code, (int, float)) else 1,
+            "Failing getMore due to failpoint 'failGetMoreAfterCursorCheckout'",
+        )
 
     def on_primary_transactional_write(self) -> Optional[TransactionalWriteAction]:
         """A statement of a retryable write is about to commit: the action, if the point fires."""

@@ -17,7 +17,9 @@ hello, blockConnection) release it; every state change notifies it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -38,16 +40,16 @@ from mongocore.core.wire import (
     encode_op_reply,
     next_request_id,
 )
+from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import (
-    RETRYABLE_WRITE_CODES,
     STATE_CHANGE_CODES,
     TOPOLOGY_VERSION_CODES,
     CloseConnection,
     CommandError,
     error_reply,
 )
+from mongocore.sim.command_table import COMMANDS
 from mongocore.sim.commands import (
-    COMMANDS,
     MAX_BSON_OBJECT_SIZE,
     MAX_MESSAGE_SIZE_BYTES,
     MAX_WIRE_VERSION,
@@ -57,11 +59,16 @@ from mongocore.sim.commands import (
     CursorTable,
     aggregate_writes,
 )
-from mongocore.sim.failpoints import FailPoints, Mode
+from mongocore.sim.control import SIM_CONTROL, run_control
+from mongocore.sim.error_labels import error_labels
+from mongocore.sim.failpoints import FailCommandAction, FailPoints, Mode
+from mongocore.sim.operations import OpCounters, OperationTable
+from mongocore.sim.replication import ReplicaView, replay
 from mongocore.sim.security import AUTH_COMMANDS, Security
 from mongocore.sim.server import Connection, WireServer
 from mongocore.sim.sessions import RetryableWrite
-from mongocore.sim.store import DataStore, OpTime, ReplicaView
+from mongocore.sim.store import DataStore, OpTime
+from mongocore.sim.transactions import LIFETIME_PARAMETER, TransactionTable, is_transaction_command
 
 __all__ = [
     "ARBITER",
@@ -77,6 +84,8 @@ __all__ = [
     "Owner",
     "Process",
 ]
+
+_log = logging.getLogger("mongocore.sim")
 
 HELLO_NAMES = frozenset({"hello", "isMaster", "ismaster"})
 
@@ -125,6 +134,8 @@ class Outcome(NamedTuple):
     stream: bool = False
     next_cmd: Optional[dict[str, Any]] = None
     close_after: bool = False
+    #: Run once the reply is sent: simControl's kill or partition of this very process.
+    after_reply: Optional[Callable[[], None]] = None
 
 
 def _read_preference_allows_secondary(read_preference: Any) -> bool:
@@ -165,6 +176,9 @@ class Process:
         # Incremented when the process stops being primary: blocked writes notice it.
         self.state_epoch = 0
         self.blocked_operations = 0
+        # What serverStatus and currentOp report.
+        self.opcounters = OpCounters()
+        self.operations = OperationTable()
 
     # -- identity --------------------------------------------------------------------
 
@@ -245,6 +259,11 @@ class Process:
     @property
     def reachable(self) -> bool:
         return self.alive and self.partition_mode is None
+
+    @property
+    def deployment(self) -> Owner:
+        """The deployment this process belongs to."""
+        return self._owner
 
     # -- fail points from Python -------------------------------------------------------
 
@@ -376,6 +395,8 @@ class Process:
                 # connection, the only way the client can learn of it.
                 if outcome.reply.get("code") in STATE_CHANGE_CODES:
                     raise CloseConnection
+                if outcome.after_reply is not None:
+                    outcome.after_reply()
                 return
             request_id = next_request_id()
             stream = message.exhaust_allowed and outcome.stream and outcome.next_cmd is not None
@@ -385,6 +406,8 @@ class Process:
                 response_to=response_to,
                 flag_bits=MORE_TO_COME if stream else 0,
             )
+            if outcome.after_reply is not None:
+                outcome.after_reply()
             if outcome.close_after:
                 raise CloseConnection
             if not stream or outcome.next_cmd is None:
@@ -395,6 +418,14 @@ class Process:
             outcome = None
 
     def _execute(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+    ) -> Optional[Outcome]:
+        """Run one command, counted and listed in currentOp while it runs."""
+        self.opcounters.record(name, cmd)
+        with self.operations.running(conn, name, db, cmd):
+            return self._execute_command(conn, name, db, cmd, secondary_ok=secondary_ok)
+
+    def _execute_command(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
     ) -> Optional[Outcome]:
         """Run one command through the fail points; None means "never answer"."""
@@ -417,27 +448,23 @@ class Process:
                     interrupted = self._block(conn, name, action.block_ms)
                     if self.partition_mode == "drop":
                         return None
-                    if interrupted:
-                        return Outcome(
-                            self._error(
-                                CommandError(
-                                    11602,
-                                    "operation was interrupted because the node stepped down"
-                                    " (InterruptedDueToReplStateChange)",
-                                ),
-                                cmd,
-                            )
-                        )
+                    if interrupted is not None:
+                        return Outcome(self._error(interrupted, cmd))
                 if action.close_connection:
                     raise CloseConnection
                 if action.error is not None:
-                    return Outcome(self._error(action.error, cmd, compute_labels=False))
+                    return Outcome(self._fail_point_error(action, action.error, cmd))
         try:
             if name in AUTH_COMMANDS:
                 reply = security.run(conn, name, db, cmd)
                 with self.cond:
                     self._owner.decorate(reply)
                 outcome: Optional[Outcome] = Outcome(reply)
+            elif name == SIM_CONTROL:
+                reply, after_reply = run_control(self, db, cmd)
+                with self.cond:
+                    self._owner.decorate(reply)
+                outcome = Outcome(reply, after_reply=after_reply)
             else:
                 outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
                 if outcome is not None:
@@ -446,6 +473,15 @@ class Process:
             with self.cond:
                 # LoadBalancerSupportMismatch closes the connection after the reply.
                 return Outcome(self._error(exc, cmd), close_after=exc.code == 354)
+        except CloseConnection:
+            raise
+        except Exception:
+            # A defect of the simulator: answered as a server's InternalError, without
+            # the Python exception's text (logged for whoever runs the simulator).
+            _log.exception("simulated server %s: %r failed", self.label, name)
+            with self.cond:
+                failure = CommandError(1, f"internal error while executing {name}")
+                return Outcome(self._error(failure, cmd))
         finally:
             if handshake:
                 conn.handshake_done = True
@@ -454,14 +490,14 @@ class Process:
         if action is not None and action.write_concern_error and outcome.reply.get("ok"):
             reply = dict(outcome.reply)
             reply["writeConcernError"] = dict(action.write_concern_error)
-            labels = _write_concern_labels(action.write_concern_error, cmd)
+            labels = _write_concern_labels(action, action.write_concern_error, cmd)
             if labels:
                 reply["errorLabels"] = labels
             outcome = outcome._replace(reply=reply)
         return outcome
 
-    def _block(self, conn: Connection, name: str, block_ms: int) -> bool:
-        """Block for ``blockTimeMS``; True if a step-down interrupted the operation."""
+    def _block(self, conn: Connection, name: str, block_ms: int) -> Optional[CommandError]:
+        """Block for ``blockTimeMS``; the error if a step-down or killOp interrupted it."""
         epoch = self.state_epoch
         interruptible = name in _INTERRUPTED_ON_STEP_DOWN
         deadline = time.monotonic() + block_ms / 1000.0
@@ -472,12 +508,18 @@ class Process:
                 if not self.alive or conn.closed or self._owner.stopping:
                     raise CloseConnection
                 if interruptible and self.state_epoch != epoch:
-                    return True
+                    return CommandError(
+                        11602,
+                        "operation was interrupted because the node stepped down"
+                        " (InterruptedDueToReplStateChange)",
+                    )
+                if self.operations.killed(conn):
+                    return CommandError(11601, "operation was interrupted")
                 if self.partition_mode == "drop":
-                    return False
+                    return None
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    return False
+                    return None
                 self.cond.wait(remaining)
         finally:
             self.blocked_operations -= 1
@@ -492,15 +534,22 @@ class Process:
     ) -> dict[str, Any]:
         """An error reply with the labels and fields a 7.0 server adds."""
         reply = exc.to_reply()
-        if compute_labels and "txnNumber" in cmd and exc.code in RETRYABLE_WRITE_CODES:
+        added = error_labels(next(iter(cmd), ""), cmd, exc.code) if compute_labels else []
+        if added:
             labels = list(reply.get("errorLabels", []))
-            if "RetryableWriteError" not in labels:
-                labels.append("RetryableWriteError")
-            reply["errorLabels"] = labels
+            reply["errorLabels"] = labels + [label for label in added if label not in labels]
         if exc.code in TOPOLOGY_VERSION_CODES:
             reply["topologyVersion"] = self.topology_version
         self._owner.decorate(reply)
         return reply
+
+    def _fail_point_error(
+        self, action: FailCommandAction, error: CommandError, cmd: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A failCommand error: labelled by the fail point, else as the server labels."""
+        if action.labels_override is None:
+            return self._error(CommandError(error.code, error.errmsg), cmd)
+        return self._error(error, cmd, compute_labels=False)
 
     def _run(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
@@ -594,13 +643,15 @@ def _record_handshake(conn: Connection, cmd: Mapping[str, Any]) -> None:
     conn.load_balanced = bool(cmd.get("loadBalanced", False))
 
 
-def _write_concern_labels(wce: Mapping[str, Any], cmd: Mapping[str, Any]) -> list[str]:
+def _write_concern_labels(
+    action: FailCommandAction, wce: Mapping[str, Any], cmd: Mapping[str, Any]
+) -> list[str]:
+    if action.labels_override is not None:
+        return list(action.labels_override)
     labels = list(wce.get("errorLabels", []))
     code = wce.get("code")
-    retryable = "txnNumber" in cmd and isinstance(code, int) and code in RETRYABLE_WRITE_CODES
-    if retryable and "RetryableWriteError" not in labels:
-        labels.append("RetryableWriteError")
-    return labels
+    added = error_labels(next(iter(cmd), ""), cmd, None, code if isinstance(code, int) else None)
+    return labels + [label for label in added if label not in labels]
 
 
 @dataclass
@@ -629,6 +680,9 @@ class MemberOwner(Owner, Protocol):
     store: DataStore
 
     @property
+    def transactions(self) -> Optional[TransactionTable]: ...
+
+    @property
     def is_replica_set(self) -> bool: ...
 
     def data_bearing_count(self) -> int: ...
@@ -651,8 +705,8 @@ class Member(Process):
         self.index = index
         self.member_id = index
         self.config = config
-        self.role = STARTUP
         self.view: Optional[ReplicaView] = None
+        self.role = STARTUP
         self.frozen_until = 0.0  # monotonic time before which it may not stand for election
         #: Armed by ``ReplicaSet.kill_after_write``: called (holding the lock) once a write
         #: command changed data on this member, before its reply is sent.
@@ -694,6 +748,19 @@ class Member(Process):
                 self.view.lag = float(seconds)
 
     @property
+    def role(self) -> str:
+        """PRIMARY, SECONDARY, ... (the owner holds the lock to change it)."""
+        return self._role
+
+    @role.setter
+    def role(self, role: str) -> None:
+        self._role = role
+        if self.view is not None:
+            # A primary has applied every entry it wrote, and lags from there once it
+            # steps down, dies or is cut off.
+            self.view.follow_end(role == PRIMARY)
+
+    @property
     def state(self) -> str:
         return self.role
 
@@ -712,7 +779,8 @@ class Member(Process):
     # -- data --------------------------------------------------------------------------
 
     def reader(self) -> Any:
-        """The mongomock client this member's reads see: its own lagging copy unless primary."""
+        """The mongomock client this member's reads see: its own lagging copy unless
+        primary. On a secondary the caller holds the lock and the copy's mutex."""
         store = self._member_owner.store
         if self.role == PRIMARY or self.view is None:
             return store.client
@@ -720,11 +788,16 @@ class Member(Process):
         return self.view.client
 
     def applied_optime(self) -> OpTime:
+        """The optime of the last entry this member has applied (the lock is held): no
+        document is touched, so hello and elections never wait for a catch-up."""
         store = self._member_owner.store
         if self.role == PRIMARY or self.view is None:
             return store.last_optime
-        self.view.catch_up(self._owner.clock())
+        self.view.advance(self._owner.clock())
         return self.view.applied_optime
+
+    def _reads_own_copy(self, kind: str) -> bool:
+        return kind == "read" and self.role != PRIMARY and self.view is not None
 
     # -- commands ----------------------------------------------------------------------
 
@@ -735,11 +808,12 @@ class Member(Process):
         with self.cond:
             if not self.reachable:
                 raise CommandError(6, f"Connection refused: {self.host} is unreachable")
+            self.opcounters.record(name, cmd)
             action = self.failpoints.fail_command(
                 name, None, internal=True, has_txn_number="txnNumber" in cmd
             )
             if action is not None and action.error is not None:
-                return self._error(action.error, cmd, compute_labels=False)
+                return self._fail_point_error(action, action.error, cmd)
         try:
             outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
         except CommandError as exc:
@@ -758,6 +832,26 @@ class Member(Process):
     def _run(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
     ) -> Optional[Outcome]:
+        """Run a command; replication's work is done around it, without the lock
+        (replication.py): a read on a secondary first brings the member's copy up to
+        date, and a write is then replayed to every member's copy."""
+        spec = COMMANDS.get(name)
+        kind = spec.kind_of(cmd) if spec is not None and name not in HELLO_NAMES else "any"
+        if (name == "aggregate" and aggregate_writes(cmd)) or is_transaction_command(name, cmd):
+            kind = "write"  # a commit, too, is replayed to the copies right away
+        store = self._member_owner.store
+        view = self.view
+        if view is not None and self._reads_own_copy(kind):
+            replay(store, self.cond, [view], wait=True)
+        try:
+            return self._run_command(conn, name, db, cmd, secondary_ok=secondary_ok)
+        finally:
+            if kind == "write":
+                replay(store, self.cond, wait=False)
+
+    def _run_command(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+    ) -> Optional[Outcome]:
         owner = self._member_owner
         with self.cond:
             if name in HELLO_NAMES:
@@ -766,6 +860,10 @@ class Member(Process):
                 reply = self._configure_fail_point_command(db, cmd)
                 owner.decorate(reply)
                 return Outcome(reply)
+            if is_transaction_command(name, cmd) or (
+                name == "setParameter" and LIFETIME_PARAMETER in cmd
+            ):
+                return self._transaction_command(name, db, cmd)
             special = owner.replica_set_command(self, name, db, cmd)
             if special is not None:
                 owner.decorate(special)
@@ -775,10 +873,17 @@ class Member(Process):
                 raise CommandError(59, f"no such command: '{name}'")
             if spec.admin_only and db != "admin":
                 raise CommandError(13, f"{name} may only be run against the admin database.")
-            kind = spec.kind
+            kind = spec.kind_of(cmd)
+            role_kind = kind
             if name == "aggregate" and aggregate_writes(cmd):
                 kind = "write"
-            self._check_role(kind, secondary_ok)
+                # A 5.0+ secondary runs $out and $merge when the read preference lets it
+                # read, writing through the primary: here the pipeline runs over the
+                # deployment's data, as a caught-up secondary would read it.
+                role_kind = "read" if self.role == SECONDARY else "write"
+            self._check_role(role_kind, secondary_ok)
+            if name == "getMore":
+                fail_get_more(self.failpoints, self.cursors, cmd)
             lsid = cmd.get("lsid")
             txn_number = cmd.get("txnNumber")
             retryable: Optional[RetryableWrite] = None
@@ -786,10 +891,6 @@ class Member(Process):
                 if not owner.is_replica_set:
                     raise CommandError(
                         20, "Transaction numbers are only allowed on a replica set member or mongos"
-                    )
-                if "startTransaction" in cmd or "autocommit" in cmd:
-                    raise CommandError(
-                        20, "multi-document transactions are not supported by the simulator"
                     )
                 if not spec.retryable_write:
                     raise CommandError(
@@ -807,18 +908,30 @@ class Member(Process):
                 retryable = RetryableWrite(owner.store, self.failpoints, lsid, int(txn_number))
             if kind == "read" and self.role != PRIMARY:
                 self._wait_for_read_concern(conn, cmd)
-            ctx = CommandContext(
-                name=name,
-                db=db,
-                cmd=cmd,
-                store=owner.store,
-                reader=self.reader() if kind != "write" else owner.store.client,
-                cursors=self.cursors,
-                data_members=owner.data_bearing_count(),
-                retryable=retryable,
-            )
-            written = owner.store.oplog_end
-            reply = COMMANDS[name].handler(ctx)
+            # A read of the member's own copy holds its mutex (after the lock: the
+            # order replication.py keeps), so no replay changes the copy meanwhile; the
+            # handler must not wait on the condition. Other kinds read no documents.
+            guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+            own_copy = self.view is not None and self._reads_own_copy(kind)
+            if own_copy and self.view is not None:
+                guard = self.view.mutex
+            with guard:
+                ctx = CommandContext(
+                    name=name,
+                    db=db,
+                    cmd=cmd,
+                    store=owner.store,
+                    reader=self.reader() if own_copy else owner.store.client,
+                    cursors=self.cursors,
+                    data_members=owner.data_bearing_count(),
+                    retryable=retryable,
+                    process=self,
+                )
+                written = owner.store.oplog_end
+                table = owner.transactions
+                # Open transactions keep their snapshot of what a write changes.
+                with table.around(kind, name, db, cmd) if table else contextlib.nullcontext():
+                    reply = COMMANDS[name].handler(ctx)
             if txn_number is not None and isinstance(lsid, Mapping):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
             if self.after_write is not None and owner.store.oplog_end != written:
@@ -831,6 +944,33 @@ class Member(Process):
             owner.decorate(reply, optime)
             stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
             return Outcome(reply, stream=stream, next_cmd=dict(cmd) if stream else None)
+
+    def _transaction_command(self, name: str, db: str, cmd: dict[str, Any]) -> Outcome:
+        """A command of a multi-document transaction (sim/transactions.py), or the
+        setParameter of its lifetime limit. The lock is held."""
+        owner = self._member_owner
+        table = owner.transactions
+        if table is None:
+            raise CommandError(
+                20, "Transaction numbers are only allowed on a replica set member or mongos"
+            )
+        if name == "setParameter":
+            if db != "admin":
+                raise CommandError(13, "setParameter may only be run against the admin database.")
+            reply = table.set_parameter(cmd)
+        else:
+            self._check_role("write", secondary_ok=False)
+            reply = table.run(
+                self,
+                name,
+                db,
+                cmd,
+                cursors=self.cursors,
+                data_members=owner.data_bearing_count(),
+                process=self,
+            )
+        owner.decorate(reply, owner.store.last_optime)
+        return Outcome(reply)
 
     def _check_role(self, kind: str, secondary_ok: bool) -> None:
         if kind == "any":
@@ -853,7 +993,7 @@ class Member(Process):
         max_time_ms = cmd.get("maxTimeMS")
         limit = time.monotonic() + (float(max_time_ms) / 1000.0 if max_time_ms else 60.0)
         while True:
-            self.view.catch_up(self._owner.clock())
+            self.view.advance(self._owner.clock())
             if self.view.applied_optime.ts >= after:
                 return
             due = self.view.next_apply_time(after)

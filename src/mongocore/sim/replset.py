@@ -23,6 +23,7 @@ from typing import Any, Optional, Union
 
 from bson import Binary, Int64, ObjectId
 
+from mongocore.sim.change_log import attach_change_log
 from mongocore.sim.codes import CommandError
 from mongocore.sim.member import (
     ARBITER,
@@ -34,8 +35,11 @@ from mongocore.sim.member import (
     Member,
     MemberConfig,
 )
+from mongocore.sim.repl_status import replica_set_status
+from mongocore.sim.replication import new_view
 from mongocore.sim.security import Security, User
 from mongocore.sim.store import ZERO_OPTIME, DataStore, OpTime
+from mongocore.sim.transactions import TransactionTable
 
 __all__ = ["ReplicaSet", "cluster_time_fields"]
 
@@ -125,6 +129,9 @@ class ReplicaSet:
         self.stopping = False
         self._clock = clock
         self.store = DataStore(clock)
+        #: Multi-document transactions, by session (sim/transactions.py).
+        self.transactions = TransactionTable(self.store)
+        attach_change_log(self.store, self.cond)  # a replica set's oplog feeds change streams
         self.election_delay = election_delay
         self.term = 0
         self.set_version = 1
@@ -388,7 +395,7 @@ class ReplicaSet:
                 if self.initiated:
                     member.role = ARBITER if member.arbiter else SECONDARY
                     if not member.arbiter:
-                        member.view = self.store.new_view(member.lag)
+                        member.view = new_view(self.store, member.lag)
             self.set_version += 1
             self._after_change_locked()
             return added
@@ -409,7 +416,7 @@ class ReplicaSet:
                 continue
             member.role = ARBITER if member.arbiter else SECONDARY
             if not member.arbiter and member.view is None:
-                member.view = self.store.new_view(member.lag)
+                member.view = new_view(self.store, member.lag)
         self._bump_all_locked()
         self._run_election_locked()
 
@@ -607,7 +614,8 @@ class ReplicaSet:
         secs = cmd.get("replSetStepDown", 60)
         if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs <= 0:
             raise CommandError(2, f"stepdown period must be a positive number, got {secs!r}")
-        catch_up = cmd.get("secondaryCatchUpPeriodSecs", 10)
+        # The server waits 10 seconds for a secondary to catch up, none when forced.
+        catch_up = cmd.get("secondaryCatchUpPeriodSecs", 0 if cmd.get("force") else 10)
         if isinstance(catch_up, (int, float)) and catch_up > secs:
             raise CommandError(2, "stepdown period must be longer than secondaryCatchUpPeriodSecs")
         now = time.monotonic()
@@ -676,7 +684,8 @@ class ReplicaSet:
 
 
 _REPLSET_COMMANDS: dict[str, Callable[[ReplicaSet, Member, Mapping[str, Any]], dict[str, Any]]] = {
-    "replSetGetStatus": ReplicaSet._cmd_get_status,
+    # The set's answer with the fields a server adds (sim/repl_status.py).
+    "replSetGetStatus": replica_set_status,
     "replSetStepDown": ReplicaSet._cmd_step_down,
     "replSetFreeze": ReplicaSet._cmd_freeze,
     "replSetGetConfig": ReplicaSet._cmd_get_config,

@@ -285,16 +285,10 @@ class Security:
         self.compressors: tuple[str, ...] = tuple(compressors)
         self._users: dict[tuple[str, str], User] = {}
         self._scram: dict[tuple[str, str, str], _ScramCredential] = {}
+        # Like mongod's --auth, fixed at startup: users created later do not turn it on.
+        self._auth_required = bool(self.users)
         for user in self.users:
-            key = (user.db, user.name)
-            if key in self._users:
-                raise ValueError(f"user {user.name!r} is defined twice in {user.db!r}")
-            self._users[key] = user
-            for mechanism in user.mechanisms:
-                if mechanism in SCRAM_MECHANISMS:
-                    self._scram[(user.db, user.name, mechanism)] = _scram_credential(
-                        mechanism, user
-                    )
+            self.add_user(user)
 
     @property
     def tls_optional(self) -> bool:
@@ -303,7 +297,49 @@ class Security:
 
     @property
     def auth_enabled(self) -> bool:
-        return bool(self.users)
+        return self._auth_required
+
+    # --- the users (createUser and friends change them over the wire) ----------------
+
+    def add_user(self, user: User) -> None:
+        """Add a user, deriving its stored SCRAM credentials as the server does."""
+        key = (user.db, user.name)
+        if key in self._users:
+            raise ValueError(f"user {user.name!r} is defined twice in {user.db!r}")
+        credentials = {
+            mechanism: _scram_credential(mechanism, user)
+            for mechanism in user.mechanisms
+            if mechanism in SCRAM_MECHANISMS
+        }
+        self._users[key] = user
+        for mechanism, credential in credentials.items():
+            self._scram[(user.db, user.name, mechanism)] = credential
+        self.users = tuple(self._users.values())
+
+    def remove_user(self, db: str, name: str) -> bool:
+        """Remove a user (connections it logged in keep their login, as on a server)."""
+        user = self._users.pop((db, name), None)
+        for mechanism in SCRAM_MECHANISMS:
+            self._scram.pop((db, name, mechanism), None)
+        self.users = tuple(self._users.values())
+        return user is not None
+
+    def user(self, db: str, name: str) -> Optional[User]:
+        return self._users.get((db, name))
+
+    def stored_credentials(self, user: User) -> dict[str, dict[str, Any]]:
+        """What the server stores for each SCRAM mechanism (usersInfo's showCredentials)."""
+        stored = {}
+        for mechanism in user.mechanisms:
+            credential = self._scram.get((user.db, user.name, mechanism))
+            if credential is not None:
+                stored[mechanism] = {
+                    "iterationCount": credential.iterations,
+                    "salt": base64.b64encode(credential.salt).decode(),
+                    "storedKey": base64.b64encode(credential.stored_key).decode(),
+                    "serverKey": base64.b64encode(credential.server_key).decode(),
+                }
+        return stored
 
     @property
     def compressor_ids(self) -> frozenset[int]:

@@ -262,6 +262,12 @@ class WireServer:
         with self._lock:
             return len(self._connections)
 
+    @property
+    def connections_created(self) -> int:
+        """Connections accepted since the listener's process (re)started."""
+        with self._lock:
+            return self._next_id
+
     def connection(self, connection_id: int) -> Optional[Connection]:
         """The open connection with this id (the hello's ``connectionId``), if any."""
         with self._lock:

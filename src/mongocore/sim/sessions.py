@@ -13,6 +13,12 @@ The other statements run: one that failed, or that changed nothing, was not reco
 A lower txnNumber fails with TransactionTooOld (225). The records belong to the
 replica set's data, so they survive a step-down and an election.
 
+A session's txnNumber is either a retryable write's or a multi-document
+transaction's (:mod:`mongocore.sim.transactions` starts those with
+:meth:`SessionRecords.begin_transaction`): a retryable write with a transaction's
+number fails with IncompleteTransactionHistory (217), and a newer number of either
+kind supersedes the older one.
+
 :class:`RetryableWrite` runs the statements of one such command: it checks the
 records, evaluates the ``onPrimaryTransactionalWrite`` fail point once per statement
 that writes, and records the statement.
@@ -42,6 +48,7 @@ class _Record:
     txn_number: int
     reply: Optional[dict[str, Any]] = None  # None while not (successfully) completed
     statements: dict[int, dict[str, Any]] = field(default_factory=dict)
+    transaction: bool = False  # the number belongs to a multi-document transaction
 
 
 def _session_key(lsid: Mapping[str, Any]) -> bytes:
@@ -76,7 +83,43 @@ class SessionRecords:
                 f" {_describe(lsid)} because a newer retryable write with txnNumber"
                 f" {record.txn_number} has already started on this session.",
             )
+        if record.transaction:
+            # A session's txnNumber is a retryable write's or a transaction's, never both.
+            raise CommandError(
+                217,
+                f"Cannot run a retryable write with txnNumber {txn_number} on session"
+                f" {_describe(lsid)}: a multi-document transaction already uses it.",
+            )
         return None if record.reply is None else dict(record.reply)
+
+    def begin_transaction(self, lsid: Mapping[str, Any], txn_number: int) -> None:
+        """Start a multi-document transaction: ``txn_number`` becomes the session's and
+        can no longer be a retryable write's.
+
+        Raises TransactionTooOld for a number below the session's, and
+        ConflictingOperationInProgress for the session's own number (only a shard may
+        restart a transaction at the number it has).
+        """
+        key = _session_key(lsid)
+        record = self._records.get(key)
+        if record is not None and txn_number < record.txn_number:
+            raise CommandError(
+                225,
+                f"Cannot start transaction {txn_number} on session {_describe(lsid)} because"
+                f" a newer transaction {record.txn_number} has already started.",
+            )
+        if record is not None and txn_number == record.txn_number:
+            raise CommandError(
+                117,
+                f"Cannot start a transaction with txnNumber {txn_number} on session"
+                f" {_describe(lsid)}: the session already used that number.",
+            )
+        self._records[key] = _Record(txn_number, transaction=True)
+
+    def active(self, lsid: Mapping[str, Any]) -> Optional[tuple[int, bool]]:
+        """The session's highest txnNumber and whether a transaction uses it, else None."""
+        record = self._records.get(_session_key(lsid))
+        return None if record is None else (record.txn_number, record.transaction)
 
     def complete(self, lsid: Mapping[str, Any], txn_number: int, reply: Mapping[str, Any]) -> None:
         """Remember the reply of an executed write."""

@@ -23,13 +23,18 @@ from typing import Any, Optional
 
 from bson import Int64, ObjectId
 
+from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import STATE_CHANGE_CODES, CommandError
-from mongocore.sim.commands import COMMANDS, aggregate_writes, build_info
+from mongocore.sim.command_table import COMMANDS
+from mongocore.sim.commands import aggregate_writes, build_info
 from mongocore.sim.member import HELLO_NAMES, Member, Outcome, Process
 from mongocore.sim.replset import ReplicaSet, cluster_time_fields
+from mongocore.sim.router_commands import routed_reply, router_reply
 from mongocore.sim.security import Security, User
 from mongocore.sim.server import Connection
 from mongocore.sim.store import OpTime
+from mongocore.sim.transaction_router import TransactionRouter
+from mongocore.sim.transactions import SESSION_END_COMMANDS, is_transaction_command
 
 __all__ = ["LoadBalanced", "Mongos", "ShardedCluster"]
 
@@ -61,6 +66,7 @@ class Mongos(Process):
         self.index = index
         self.load_balanced = load_balanced
         self.service_id = ObjectId()
+        self.router = TransactionRouter(cluster.shard.name)
 
     def _come_up(self) -> None:
         super()._come_up()
@@ -77,6 +83,8 @@ class Mongos(Process):
                 reply = self._configure_fail_point_command(db, cmd)
                 self.cluster.decorate(reply)
                 return Outcome(reply)
+        if name in SESSION_END_COMMANDS:
+            self._end_sessions(name, cmd)
         if name in _LOCAL_COMMANDS:
             reply = build_info() if name.lower() == "buildinfo" else {"ok": 1.0}
             self.cluster.decorate(reply)
@@ -88,14 +96,35 @@ class Mongos(Process):
             reply = {"cursor": cursor, "ok": 1.0}
             self.cluster.decorate(reply)
             return Outcome(reply)
+        if is_transaction_command(name, cmd):
+            return Outcome(self._run_transaction(conn, name, db, cmd))
+        local = router_reply(self, name, db, cmd)
+        if local is not None:
+            self.cluster.decorate(local)
+            return Outcome(local)
         spec = COMMANDS.get(name)
         if spec is None:
             raise CommandError(59, f"no such cmd: {name}")
-        if "txnNumber" in cmd and ("startTransaction" in cmd or "autocommit" in cmd):
-            raise CommandError(20, "multi-document transactions are not supported by the simulator")
-        reply = self._route(conn, name, db, cmd, spec.kind)
+        reply = routed_reply(self, name, cmd, self._route(conn, name, db, cmd, spec.kind_of(cmd)))
         stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
         return Outcome(reply, stream=stream, next_cmd=dict(cmd) if stream else None)
+
+    def _run_transaction(
+        self, conn: Connection, name: str, db: str, cmd: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A transaction's command: run by the shard's primary (sim/transaction_router.py)."""
+        with self.cond:
+            name, db, cmd = self.router.plan(name, db, cmd)
+        kind = "cursor" if name in ("getMore", "killCursors") else "write"
+        return self.router.finish(self._route(conn, name, db, cmd, kind))
+
+    def _end_sessions(self, name: str, cmd: Mapping[str, Any]) -> None:
+        """The end of sessions aborts their transactions on the shard, as a router's does."""
+        with self.cond:
+            self.router.end_sessions(name, cmd)
+        shard = self.cluster.shard
+        with shard.cond:
+            shard.transactions.end_sessions(name, cmd)
 
     def _route(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], kind: str
@@ -171,6 +200,8 @@ class Mongos(Process):
                 )
             if owner is None:
                 raise CommandError(43, f"cursor id {cursor_id} not found")
+            with self.cond, shard.cond:
+                fail_get_more(self.failpoints, owner.cursors, cmd)  # a router's own
             return owner.run_internal(name, db, cmd, secondary_ok=True, conn=conn)
         # killCursors: each cursor is killed where it lives.
         ids = cmd.get("cursors")

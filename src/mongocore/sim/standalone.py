@@ -24,6 +24,7 @@ class Standalone:
     """
 
     is_replica_set = False
+    transactions = None  # transactions need a replica set
 
     def __init__(
         self,

@@ -3,41 +3,65 @@
 One ``DataStore`` holds a replica set's data (or a standalone's). Writes go to its
 mongomock client, and each document-level change is appended to an oplog as a
 full post-image (or a deletion, or a catalog command) stamped with an optime and
-the wall-clock time it was written. Each data-bearing member has a ``ReplicaView``:
-its own mongomock copy that applies oplog entries in order once they are ``lag``
-seconds old. A secondary serves reads from its view, so it sees the primary's writes
-after its lag, and reports the optime it has applied as its lastWrite.
+the wall-clock time it was written. Each data-bearing member has a ``ReplicaView``
+(replication.py): its own mongomock copy that applies oplog entries in order once
+they are ``lag`` seconds old. A secondary serves reads from its view, so it sees the
+primary's writes after its lag, and reports the optime it has applied as its
+lastWrite. The oplog keeps the entries some copy has not applied yet.
 
 This is not MongoDB's replication protocol: the store is the set's single source of
 truth, so a newly elected primary always has every acknowledged write (nothing is
-ever rolled back), and a lagging member's copy catches up lazily, when it is read.
+ever rolled back), and a lagging member's copy catches up as writes complete and
+before it is read.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime
+import logging
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Protocol
 
 import mongomock
 import mongomock.filtering
 from bson import Int64, ObjectId, Timestamp
+from bson import errors as bson_errors
 from pymongo import errors as pymongo_errors
 
+from mongocore.sim import by_id
+from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation, parse_collation
+from mongocore.sim.query import id_first, project, select
 from mongocore.sim.sessions import SessionRecords
+
+if TYPE_CHECKING:
+    from mongocore.sim.replication import ReplicaView
+from mongocore.sim.variables import Variables
+from mongocore.sim.writes import (
+    check_storable,
+    check_unique,
+    has_positional,
+    is_replacement,
+    post_image,
+    same_document,
+)
 
 __all__ = [
     "Checkpoint",
     "DataStore",
     "OpTime",
     "OplogEntry",
-    "ReplicaView",
     "translate_store_errors",
 ]
 
 Document = dict[str, Any]
+_NO_OPTIONS = CollectionOptions()
+_log = logging.getLogger("mongocore.sim")
+#: How many entries ``local.oplog.rs`` keeps (a server sizes it in bytes instead).
+OPLOG_HISTORY = 10_000
 
 # mongomock knows {$type: "null"} but leaves it unimplemented; a server matches null.
 if mongomock.filtering.TYPE_MAP.get("null", 0) is None:
@@ -63,7 +87,8 @@ ZERO_OPTIME = OpTime(Timestamp(0, 0), -1, 0.0)
 
 
 class OplogEntry(NamedTuple):
-    """One change: "u" (a document's full post-image), "d" (a deletion) or "c" (a command)."""
+    """One change: "i" (an inserted document), "u" (a document's full post-image), "d" (a
+    deletion), "c" (a command) or "n" (a no-op: a new primary's first entry)."""
 
     optime: OpTime
     op: str
@@ -72,6 +97,17 @@ class OplogEntry(NamedTuple):
     doc_id: Any = None
     doc: Optional[Document] = None
     command: Optional[Document] = None
+    #: What a "u" entry applied: an update document or pipeline, or a replacement (change
+    #: streams tell update from replace events by it; replication applies ``doc``).
+    update: Any = None
+
+
+class OplogObserver(Protocol):
+    """Told of every entry the store appends (the change log of sim/change_log.py)."""
+
+    def appended(self, entry: OplogEntry, index: int) -> None: ...
+
+    def rolled_back(self, checkpoint: Checkpoint) -> None: ...
 
 
 class Checkpoint(NamedTuple):
@@ -86,29 +122,32 @@ class Checkpoint(NamedTuple):
 
 
 def translate_store_errors(exc: BaseException, namespace: str) -> CommandError:
-    """Turn what mongomock raises into the server's error."""
+    """Turn what mongomock raises into the server's error. Its own query errors carry
+    server-like messages; anything else is a request the document store could not
+    process, refused without the Python exception's text."""
+    if isinstance(exc, CommandError):
+        return exc
     if isinstance(exc, pymongo_errors.DuplicateKeyError):
         return CommandError(11000, f"E11000 duplicate key error collection: {namespace}")
     if isinstance(exc, pymongo_errors.OperationFailure):
         code = exc.code if exc.code is not None else 2
         return CommandError(code, str(exc))
+    _log.debug("document store failure on %s", namespace, exc_info=exc)
     if isinstance(exc, NotImplementedError):
-        return CommandError(238, f"not supported by the simulator's document store: {exc}")
-    if isinstance(exc, (ValueError, TypeError, KeyError)):
-        return CommandError(2, f"{type(exc).__name__}: {exc}")
-    if isinstance(exc, pymongo_errors.PyMongoError):
-        return CommandError(2, str(exc))
-    return CommandError(1, f"{type(exc).__name__}: {exc}")
+        return CommandError(
+            238, "this operation is not supported by the simulator's document store (mongomock)"
+        )
+    if isinstance(exc, bson_errors.InvalidDocument):
+        return CommandError(2, "the document is not valid for storage")
+    return CommandError(
+        238, "the simulator's document store (mongomock) could not execute this request"
+    )
 
 
 def _sort_spec(sort: Optional[Mapping[str, Any]]) -> Optional[list[tuple[str, Any]]]:
     if not sort:
         return None
     return [(key, value) for key, value in sort.items()]
-
-
-def _is_replacement(update: Any) -> bool:
-    return isinstance(update, Mapping) and not any(str(k).startswith("$") for k in update)
 
 
 class DataStore:
@@ -123,6 +162,14 @@ class DataStore:
         self._oplog_base = 0  # absolute index of _oplog[0]
         self._views: list[ReplicaView] = []
         self.last_optime = ZERO_OPTIME
+        #: Collection options (default collation, validator) and index collations.
+        self.catalog: dict[tuple[str, str], CollectionOptions] = {}
+        self.index_collations: dict[tuple[str, str, str], Collation] = {}
+        #: The latest entries, no-ops included, whether or not every member applied them:
+        #: what ``local.oplog.rs`` shows (a capped collection keeps only the newest).
+        self.history: deque[OplogEntry] = deque(maxlen=OPLOG_HISTORY)
+        #: Told of each entry appended (change streams' change log).
+        self.observers: list[OplogObserver] = []
 
     # -- oplog ---------------------------------------------------------------------
 
@@ -145,7 +192,9 @@ class DataStore:
 
     def noop(self) -> OpTime:
         """Advance the optime without changing data (a new term's first entry)."""
-        return self.next_optime()
+        optime = self.next_optime()
+        self.history.append(OplogEntry(optime, "n", "", "", command={"msg": "new primary"}))
+        return optime
 
     def _append(
         self,
@@ -156,39 +205,73 @@ class DataStore:
         *,
         doc: Optional[Document] = None,
         command: Optional[Document] = None,
+        update: Any = None,
     ) -> None:
-        entry = OplogEntry(self.next_optime(), op, db, coll, doc_id, doc, command)
+        entry = OplogEntry(self.next_optime(), op, db, coll, doc_id, doc, command, update)
+        index = self.oplog_end
+        self.history.append(entry)
         if self._views:
             self._oplog.append(entry)
-            self._trim()
         else:
             self._oplog_base += 1
+        for observer in self.observers:
+            observer.appended(entry, index)
 
-    def _trim(self) -> None:
-        keep_from = min(view.applied for view in self._views)
-        drop = keep_from - self._oplog_base
-        if drop > 0:
-            del self._oplog[:drop]
-            self._oplog_base = keep_from
+    def entries(self, start: int, stop: int) -> list[OplogEntry]:
+        """The entries from absolute index ``start`` to ``stop`` (both still kept)."""
+        base = self._oplog_base
+        if start < base:
+            raise IndexError(f"oplog entry {start} was trimmed (the oplog starts at {base})")
+        return self._oplog[start - base : stop - base]
 
-    def new_view(self, lag: float = 0.0, *, initial_sync: bool = True) -> ReplicaView:
-        """A member's copy; with ``initial_sync`` it starts as a copy of the current data."""
-        view = ReplicaView(self, lag)
-        if initial_sync:
-            view.copy_from(self.client)
-        view.applied = self.oplog_end
-        view.applied_optime = self.last_optime
+    def first_index(self, start: int, predicate: Callable[[OplogEntry], bool]) -> int:
+        """The first index from ``start`` whose entry satisfies ``predicate``, or the
+        oplog's end; ``predicate`` must hold for every entry after one it holds for (a
+        binary search: wall times and timestamps only grow along the oplog)."""
+        low, high = start - self._oplog_base, len(self._oplog)
+        while low < high:
+            middle = (low + high) // 2
+            if predicate(self._oplog[middle]):
+                high = middle
+            else:
+                low = middle + 1
+        return self._oplog_base + low
+
+    @property
+    def views(self) -> list[ReplicaView]:
+        """The members' copies (see replication.py), whose unapplied entries are kept."""
+        return list(self._views)
+
+    @property
+    def oplog_kept(self) -> int:
+        """How many entries are kept, for the copies that have not replayed them."""
+        return len(self._oplog)
+
+    def attach_view(self, view: ReplicaView) -> None:
+        """Keep the entries from ``view.replayed`` on for this copy."""
         self._views.append(view)
-        return view
+        view.attached = True
 
     def drop_view(self, view: ReplicaView) -> None:
         if view in self._views:
             self._views.remove(view)
+        view.attached = False
         if self._views:
-            self._trim()
+            self.trim()
         else:
             self._oplog_base += len(self._oplog)
             self._oplog.clear()
+
+    def trim(self) -> None:
+        """Forget the entries every copy has replayed. Dropping from the front of a list
+        moves the rest, so it waits until the dropped part is at least half of it."""
+        if not self._views:
+            return  # drop_view already forgot every entry
+        keep_from = min(view.replayed for view in self._views)
+        drop = keep_from - self._oplog_base
+        if drop > 0 and drop * 2 >= len(self._oplog):
+            del self._oplog[:drop]
+            self._oplog_base = keep_from
 
     def checkpoint(self, db: str, coll: str) -> Checkpoint:
         """Remember ``db.coll`` as it is, for :meth:`rollback` (the owner holds the lock)."""
@@ -208,12 +291,20 @@ class DataStore:
             if checkpoint.documents:
                 collection.insert_many(copy.deepcopy(checkpoint.documents))
         written = self.oplog_end - checkpoint.oplog_end
+        for view in self._views:
+            # No copy can have replayed these entries (the lock was held), but one may
+            # have counted them as applied (its position asked for meanwhile).
+            view.forget_after(checkpoint.oplog_end, checkpoint.last_optime)
         if written > 0:
             if self._views:
                 del self._oplog[len(self._oplog) - written :]
             else:
                 self._oplog_base -= written
+        while self.history and self.history[-1].optime.ts > checkpoint.last_optime.ts:
+            self.history.pop()
         self.last_optime = checkpoint.last_optime
+        for observer in self.observers:
+            observer.rolled_back(checkpoint)
 
     # -- collections -----------------------------------------------------------------
 
@@ -225,27 +316,68 @@ class DataStore:
 
     # -- writes ----------------------------------------------------------------------
 
-    def insert(self, db: str, coll: str, document: Mapping[str, Any]) -> None:
-        """Insert one document (an ObjectId ``_id`` is added if missing, as the server does)."""
-        doc = dict(document)
-        if "_id" not in doc:
-            doc = {"_id": ObjectId(), **doc}
+    def options(self, db: str, coll: str) -> CollectionOptions:
+        """The collection's options (its default collation, its validator)."""
+        return self.catalog.get((db, coll), _NO_OPTIONS)
+
+    def set_options(self, db: str, coll: str, options: CollectionOptions) -> None:
+        self.catalog[(db, coll)] = options
+
+    def modify_collection(
+        self, db: str, coll: str, options: CollectionOptions, changes: Mapping[str, Any]
+    ) -> None:
+        """collMod: set the options and log the change (a change stream's modify event)."""
+        self.set_options(db, coll, options)
+        self._append("c", db, coll, command={"collMod": coll, **changes})
+
+    def collation_for(self, db: str, coll: str, spec: Any) -> Optional[Collation]:
+        """The collation an operation uses: its own (``spec``), else the collection's."""
+        if spec is None:
+            return self.options(db, coll).collation
+        return parse_collation(spec)
+
+    def index_collation(self, db: str, coll: str, name: str) -> Optional[Collation]:
+        return self.index_collations.get((db, coll, name))
+
+    def indexes(self, db: str, coll: str) -> list[tuple[str, Any, Optional[Collation]]]:
+        """(name, index information, collation) of the collection's indexes."""
+        if not self.collection_exists(db, coll):
+            return []
+        default = self.options(db, coll).collation
+        info = self.collection(db, coll).index_information()
+        return [
+            (
+                name,
+                spec,
+                self.index_collations.get((db, coll, name), default if name == "_id_" else None),
+            )
+            for name, spec in info.items()
+        ]
+
+    def insert(
+        self,
+        db: str,
+        coll: str,
+        document: Mapping[str, Any],
+        *,
+        bypass_validation: bool = False,
+    ) -> None:
+        """Insert one document (an ObjectId ``_id`` is added if missing, and ``_id`` is made
+        the first field, as the server does)."""
+        doc = id_first(document) if "_id" in document else {"_id": ObjectId(), **document}
+        check_storable(doc)
+        namespace = f"{db}.{coll}"
         created = not self.collection_exists(db, coll)
         collection = self.collection(db, coll)
-        if collection.find_one({"_id": doc["_id"]}, {"_id": 1}) is not None:
-            raise CommandError(
-                11000,
-                f"E11000 duplicate key error collection: {db}.{coll} index: _id_"
-                f" dup key: {{ _id: {doc['_id']!r} }}",
-                extra={"keyPattern": {"_id": 1}, "keyValue": {"_id": doc["_id"]}},
-            )
+        self.options(db, coll).check_document(doc, bypass=bypass_validation)
+        check_unique(collection, namespace, doc, self.indexes(db, coll))
         try:
             collection.insert_one(doc)
         except Exception as exc:
-            raise translate_store_errors(exc, f"{db}.{coll}") from exc
+            raise translate_store_errors(exc, namespace) from exc
         if created:
             self._append("c", db, coll, command={"create": coll})
-        self._append("u", db, coll, doc["_id"], doc=copy.deepcopy(doc))
+        self._append("i", db, coll, doc["_id"], doc=copy.deepcopy(doc))
 
     def update(
         self,
@@ -257,57 +389,94 @@ class DataStore:
         multi: bool = False,
         upsert: bool = False,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
-    ) -> tuple[int, int, Any]:
-        """Apply one update statement; returns (matched, modified, upserted _id or None)."""
+        collation: Optional[Collation] = None,
+        variables: Optional[Variables] = None,
+        bypass_validation: bool = False,
+    ) -> tuple[int, int, Optional[tuple[Any]]]:
+        """Apply one update statement; returns (matched, modified, upserted), upserted
+        being None or a 1-tuple of the inserted ``_id`` (which may itself be None).
+
+        Each matched document's post-image is computed apart, checked (``_id``, the
+        validator, unique indexes) and only then written, one document at a time, as a
+        server does: a multi-update failing on its third document keeps the first two."""
+        namespace = f"{db}.{coll}"
+        if variables:
+            query = variables.in_query(query)
+            update = variables.in_pipeline(update)
+        if multi and is_replacement(update):
+            raise CommandError(9, "multi update is not supported for replacement-style update")
+        if collation is not None and has_positional(update):
+            raise CommandError(
+                238, "the positional $ operator with a collation is not supported by the simulator"
+            )
         created = not self.collection_exists(db, coll)
         collection = self.collection(db, coll)
+        options = self.options(db, coll)
+        indexes = self.indexes(db, coll)
+        written: list[Document] = []
+        matched = modified = 0
+        upserted: Optional[tuple[Any]] = None
         try:
-            ids = [d["_id"] for d in collection.find(query, {"_id": 1}, limit=0 if multi else 1)]
-            if multi and _is_replacement(update):
-                raise CommandError(9, "multi update is not supported for replacement-style update")
-            kwargs: dict[str, Any] = {"upsert": upsert}
-            if array_filters:
-                kwargs["array_filters"] = list(array_filters)
-            if _is_replacement(update):
-                # Replace the matched document by its _id: mongomock would copy a
-                # filter's _id condition ({_id: {$gt: 1}}) into the replacement.
-                target = {"_id": ids[0]} if ids else query
-                if not ids and upsert and "_id" in update and update["_id"] is None:
-                    # mongomock refuses an upserted replacement's own _id when it is
-                    # null; the server inserts the replacement as it is.
-                    target = {"_id": update["_id"]}
-                result = collection.replace_one(target, update, upsert=upsert)
-            elif multi:
-                result = collection.update_many(query, update, **kwargs)
-            else:
-                result = collection.update_one(query, update, **kwargs)
+            targets = select(collection, query, collation=collation, limit=0 if multi else 1)
+            if not targets and upsert:
+                image = post_image(None, query, update, array_filters=array_filters)
+                if "_id" not in image:
+                    image = {"_id": ObjectId(), **image}
+                check_storable(image)
+                options.check_document(image, bypass=bypass_validation)
+                check_unique(collection, namespace, image, indexes)
+                collection.insert_one(copy.deepcopy(image))
+                upserted = (image["_id"],)
+                written.append(image)
+            # Under a collation the scratch copy is matched by {} (its only document):
+            # the binary query might not match it.
+            scratch_query = query if collation is None else {}
+            for pre in targets:
+                matched += 1
+                image = post_image(pre, scratch_query, update, array_filters=array_filters)
+                if same_document(pre, image):
+                    continue
+                options.check_document(image, pre, bypass=bypass_validation)
+                check_unique(collection, namespace, image, indexes, replacing=pre["_id"])
+                by_id.put(self.client, db, coll, pre["_id"], copy.deepcopy(image))
+                modified += 1
+                written.append(image)
         except CommandError:
             raise
         except Exception as exc:
-            raise translate_store_errors(exc, f"{db}.{coll}") from exc
-        upserted = result.upserted_id
-        if upserted is not None:
-            ids = [upserted]
-        changed = upserted is not None or result.modified_count > 0
-        if changed and created:
-            self._append("c", db, coll, command={"create": coll})
-        if changed:
-            for doc_id in ids:
-                image = collection.find_one({"_id": doc_id})
-                if image is not None:
-                    self._append("u", db, coll, doc_id, doc=image)
-        matched = 0 if upserted is not None else int(result.matched_count)
-        return matched, int(result.modified_count), upserted
+            raise translate_store_errors(exc, namespace) from exc
+        finally:
+            if written and created:
+                self._append("c", db, coll, command={"create": coll})
+            for image in written:
+                self._append("u", db, coll, image["_id"], doc=copy.deepcopy(image), update=update)
+        return matched, modified, upserted
 
-    def delete(self, db: str, coll: str, query: Mapping[str, Any], limit: int) -> int:
+    def delete(
+        self,
+        db: str,
+        coll: str,
+        query: Mapping[str, Any],
+        limit: int,
+        *,
+        collation: Optional[Collation] = None,
+        variables: Optional[Variables] = None,
+    ) -> int:
         """Delete the matching documents (at most one if ``limit`` is 1); returns how many."""
+        if variables:
+            query = variables.in_query(query)
         if not self.collection_exists(db, coll):
             return 0
         collection = self.collection(db, coll)
         try:
-            ids = [d["_id"] for d in collection.find(query, {"_id": 1}, limit=1 if limit else 0)]
+            ids = [
+                d["_id"]
+                for d in select(collection, query, collation=collation, limit=1 if limit else 0)
+            ]
             for doc_id in ids:
-                collection.delete_one({"_id": doc_id})
+                by_id.remove(self.client, db, coll, doc_id)
+        except CommandError:
+            raise
         except Exception as exc:
             raise translate_store_errors(exc, f"{db}.{coll}") from exc
         for doc_id in ids:
@@ -327,45 +496,87 @@ class DataStore:
         fields: Optional[Mapping[str, Any]],
         upsert: bool,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+        collation: Optional[Collation] = None,
+        variables: Optional[Variables] = None,
+        bypass_validation: bool = False,
     ) -> tuple[Optional[Document], dict[str, Any]]:
         """The findAndModify command: (value, lastErrorObject)."""
         collection = self.collection(db, coll)
+        if variables:
+            query = variables.in_query(query)
+            update = variables.in_pipeline(update)
         try:
-            targets = list(collection.find(query, {"_id": 1}, sort=_sort_spec(sort), limit=1))
+            targets = select(collection, query, collation=collation, sort=_sort_spec(sort), limit=1)
+        except CommandError:
+            raise
         except Exception as exc:
             raise translate_store_errors(exc, f"{db}.{coll}") from exc
         projection = dict(fields) if fields else None
+
+        def image(doc_id: Any) -> Optional[Document]:
+            found = list(collection.find({"_id": {"$eq": doc_id}}))
+            return project(found, projection)[0] if found else None
+
         if remove:
             if not targets:
                 return None, {"n": 0}
             doc_id = targets[0]["_id"]
-            before = collection.find_one({"_id": doc_id}, projection)
-            self.delete(db, coll, {"_id": doc_id}, 1)
+            before = image(doc_id)
+            self.delete(db, coll, {"_id": {"$eq": doc_id}}, 1)
             return before, {"n": 1}
         if not targets:
             if not upsert:
                 return None, {"n": 0, "updatedExisting": False}
             _, _, upserted = self.update(
-                db, coll, query, update, upsert=True, array_filters=array_filters
+                db,
+                coll,
+                query,
+                update,
+                upsert=True,
+                array_filters=array_filters,
+                collation=collation,
+                bypass_validation=bypass_validation,
             )
-            value = collection.find_one({"_id": upserted}, projection) if new else None
-            return value, {"n": 1, "updatedExisting": False, "upserted": upserted}
+            upserted_id = upserted[0] if upserted is not None else None
+            return image(upserted_id) if new else None, {
+                "n": 1,
+                "updatedExisting": False,
+                "upserted": upserted_id,
+            }
         doc_id = targets[0]["_id"]
-        before = collection.find_one({"_id": doc_id}, projection)
+        before = image(doc_id)
         target_query: dict[str, Any] = dict(query)
         if "_id" in target_query:
             target_query = {"$and": [dict(query), {"_id": doc_id}]}
         else:
             target_query["_id"] = doc_id
-        self.update(db, coll, target_query, update, array_filters=array_filters)
-        value = collection.find_one({"_id": doc_id}, projection) if new else before
-        return value, {"n": 1, "updatedExisting": True}
+        self.update(
+            db,
+            coll,
+            target_query,
+            update,
+            array_filters=array_filters,
+            collation=collation,
+            bypass_validation=bypass_validation,
+        )
+        return image(doc_id) if new else before, {"n": 1, "updatedExisting": True}
 
-    def create_collection(self, db: str, coll: str) -> None:
+    def create_collection(
+        self, db: str, coll: str, options: Optional[CollectionOptions] = None
+    ) -> None:
         if self.collection_exists(db, coll):
             raise CommandError(48, f"Collection {db}.{coll} already exists.")
         self.client[db].create_collection(coll)
+        if options is not None:
+            self.catalog[(db, coll)] = options
         self._append("c", db, coll, command={"create": coll})
+
+    def _forget(self, db: str, coll: Optional[str] = None) -> None:
+        """Forget the options and index collations of a dropped collection (or database)."""
+        for key in [k for k in self.catalog if k[0] == db and coll in (None, k[1])]:
+            del self.catalog[key]
+        for ikey in [k for k in self.index_collations if k[0] == db and coll in (None, k[1])]:
+            del self.index_collations[ikey]
 
     def drop_collection(self, db: str, coll: str) -> Optional[int]:
         """Drop a collection; returns how many indexes it had, None if it did not exist."""
@@ -373,19 +584,32 @@ class DataStore:
             return None
         count = len(self.collection(db, coll).index_information())
         self.client[db].drop_collection(coll)
+        self._forget(db, coll)
         self._append("c", db, coll, command={"drop": coll})
         return count
 
     def drop_database(self, db: str) -> None:
         self.client.drop_database(db)
+        self._forget(db)
         self._append("c", db, "", command={"dropDatabase": 1})
 
     def create_indexes(self, db: str, coll: str, indexes: Sequence[Mapping[str, Any]]) -> None:
         created = not self.collection_exists(db, coll)
+        # An index without a collation of its own takes the collection's default.
+        default = self.options(db, coll).collation
+        collations = {
+            str(spec["name"]): (
+                parse_collation(spec["collation"]) if spec.get("collation") is not None else default
+            )
+            for spec in indexes
+        }
         try:
             _create_indexes(self.client, db, coll, indexes)
         except Exception as exc:
             raise translate_store_errors(exc, f"{db}.{coll}") from exc
+        for name, collation in collations.items():
+            if collation is not None:
+                self.index_collations[(db, coll, name)] = collation
         if created:
             self._append("c", db, coll, command={"create": coll})
         self._append(
@@ -397,7 +621,23 @@ class DataStore:
             self.collection(db, coll).drop_index(name)
         except Exception as exc:
             raise translate_store_errors(exc, f"{db}.{coll}") from exc
+        self.index_collations.pop((db, coll, name), None)
         self._append("c", db, coll, command={"dropIndexes": coll, "index": name})
+
+    def rename_collection(self, source: str, target: str, *, drop_target: bool) -> None:
+        """renameCollection from ``db.coll`` to ``db.coll`` (the caller checked both names;
+        an existing target is dropped first with ``drop_target``)."""
+        target_db, _, target_coll = target.partition(".")
+        if drop_target and self.collection_exists(target_db, target_coll):
+            self.drop_collection(target_db, target_coll)
+        _rename(self.client, source, target)
+        source_db, _, source_coll = source.partition(".")
+        self._append(
+            "c",
+            source_db,
+            source_coll,
+            command={"renameCollection": source, "to": target, "dropTarget": drop_target},
+        )
 
     def replace_collection(self, db: str, coll: str, documents: Sequence[Document]) -> None:
         """Record what an aggregation's $out wrote: the target's new content."""
@@ -405,6 +645,31 @@ class DataStore:
         self._append("c", db, coll, command={"create": coll})
         for document in documents:
             self._append("u", db, coll, document.get("_id"), doc=copy.deepcopy(document))
+
+    def log_apply_ops(self, command: Document) -> None:
+        """Log a committed transaction: one ``applyOps`` entry (sim/apply_ops.py shapes
+        it; sim/transactions.py applied its operations to the data already)."""
+        self._append("c", "admin", "$cmd", command=command)
+
+
+def _rename(client: Any, source: str, target: str) -> None:
+    """Move a collection, its documents and indexes; across databases by copying them."""
+    source_db, _, source_coll = source.partition(".")
+    target_db, _, target_coll = target.partition(".")
+    if source_db == target_db:
+        client[source_db][source_coll].rename(target_coll)
+        return
+    src = client[source_db][source_coll]
+    client[target_db].create_collection(target_coll)
+    docs = list(src.find())
+    if docs:
+        client[target_db][target_coll].insert_many(docs)
+    specs = [
+        {"key": dict(info["key"]), "name": name, **_index_options(info)}
+        for name, info in src.index_information().items()
+    ]
+    _create_indexes(client, target_db, target_coll, specs)
+    client[source_db].drop_collection(source_coll)
 
 
 def _create_indexes(client: Any, db: str, coll: str, indexes: Sequence[Mapping[str, Any]]) -> None:
@@ -418,85 +683,6 @@ def _create_indexes(client: Any, db: str, coll: str, indexes: Sequence[Mapping[s
         if keys == [("_id", 1)]:
             continue
         collection.create_index(keys, **options)
-
-
-class ReplicaView:
-    """A member's own copy of the data, ``lag`` seconds behind the oplog."""
-
-    def __init__(self, store: DataStore, lag: float) -> None:
-        self.store = store
-        self.lag = lag
-        self.client: Any = mongomock.MongoClient()
-        self.applied = 0  # absolute oplog index of the next entry to apply
-        self.applied_optime = ZERO_OPTIME
-
-    def copy_from(self, source: Any) -> None:
-        """Initial sync: copy every collection, its documents and its indexes."""
-        for db_name in source.list_database_names():
-            for coll_name in source[db_name].list_collection_names():
-                src = source[db_name][coll_name]
-                self.client[db_name].create_collection(coll_name)
-                docs = list(src.find())
-                if docs:
-                    self.client[db_name][coll_name].insert_many(docs)
-                specs = [
-                    {"key": dict(info["key"]), "name": name, **_index_options(info)}
-                    for name, info in src.index_information().items()
-                ]
-                _create_indexes(self.client, db_name, coll_name, specs)
-
-    def catch_up(self, now: float) -> None:
-        """Apply every entry written at least ``lag`` seconds before ``now``."""
-        cutoff = now - self.lag
-        store = self.store
-        while self.applied < store.oplog_end:
-            entry = store.entry(self.applied)
-            if entry.optime.wall > cutoff:
-                break
-            self._apply(entry)
-            self.applied += 1
-            self.applied_optime = entry.optime
-        if self.applied >= store.oplog_end and store.last_optime.wall <= cutoff:
-            # Entries that were never logged (no-ops) still advance the applied optime.
-            self.applied_optime = max(self.applied_optime, store.last_optime)
-
-    def next_apply_time(self, after: Timestamp) -> Optional[float]:
-        """When the first entry with a timestamp >= ``after`` will be applied, if logged."""
-        store = self.store
-        for index in range(self.applied, store.oplog_end):
-            entry = store.entry(index)
-            if entry.optime.ts >= after:
-                return entry.optime.wall + self.lag
-        return None
-
-    def _apply(self, entry: OplogEntry) -> None:
-        client = self.client
-        try:
-            if entry.op == "u":
-                client[entry.db][entry.coll].replace_one(
-                    {"_id": entry.doc_id}, copy.deepcopy(entry.doc), upsert=True
-                )
-            elif entry.op == "d":
-                client[entry.db][entry.coll].delete_one({"_id": entry.doc_id})
-            elif entry.command is not None:
-                self._apply_command(entry.db, entry.command)
-        except pymongo_errors.PyMongoError:
-            # A transient conflict of full images (a unique index) cannot stop replication.
-            pass
-
-    def _apply_command(self, db: str, command: Mapping[str, Any]) -> None:
-        client = self.client
-        if "create" in command:
-            if command["create"] not in client[db].list_collection_names():
-                client[db].create_collection(command["create"])
-        elif "drop" in command:
-            client[db].drop_collection(command["drop"])
-        elif "dropDatabase" in command:
-            client.drop_database(db)
-        elif "createIndexes" in command:
-            _create_indexes(client, db, command["createIndexes"], command["indexes"])
-        elif "dropIndexes" in command:
-            client[db][command["dropIndexes"]].drop_index(command["index"])
 
 
 def _index_options(info: Mapping[str, Any]) -> dict[str, Any]:

@@ -191,8 +191,13 @@ def _operator(
         if not any(TYPE_CHECKS[t](actual) for t in names):
             raise _fail(path, f"expected a value of type {names}, got {actual!r}")
     elif name == "$$exists":
-        # Only meaningful as a key's value; at the root it cannot be evaluated.
-        raise ValueError(f"$$exists used outside a document at {path}")
+        # As a key's value the caller decides it; nested in another operator
+        # ({$$unsetOrMatches: {$$exists: true}}) it is decided on the value given. At the
+        # root it cannot be evaluated.
+        if not path:
+            raise ValueError("$$exists used outside a document")
+        if bool(argument) != (actual is not _MISSING):
+            raise _fail(path, "expected the value to be " + ("present" if argument else "absent"))
     elif name == "$$unsetOrMatches":
         # An operation that returned nothing (the root) is "unset" too.
         if actual is _MISSING or (actual is None and not path):

@@ -81,6 +81,11 @@ class Arguments:
                 out[keyword] = self._left.pop(key)
         return out
 
+    def rest(self) -> dict[str, Any]:
+        """Take every argument left (for operations that pass them on as they are)."""
+        out, self._left = self._left, {}
+        return out
+
     def done(self) -> None:
         if self._left:
             raise UnsupportedFeature(f"{self._name}: unsupported arguments {sorted(self._left)}")
@@ -272,7 +277,13 @@ def collection_operation(
     if name == "count":
         filter_ = args.take("filter", {})
         keywords = args.keywords(
-            {"skip": "skip", "limit": "limit", "hint": "hint", "maxTimeMS": "max_time_ms"}
+            {
+                "skip": "skip",
+                "limit": "limit",
+                "hint": "hint",
+                "collation": "collation",
+                "maxTimeMS": "max_time_ms",
+            }
         )
         args.done()
         return collection.count(filter_, session=session, **keywords)
@@ -437,6 +448,11 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
         args.done()
         database.drop_collection(collection, session)
         return None
+    if name == "modifyCollection":
+        # The collMod command, with the operation's other arguments as its fields.
+        command: dict[str, Any] = {"collMod": args.require("collection")}
+        command.update(args.rest())
+        return database.command(command, session=session)
     raise UnsupportedFeature(f"database operation {name!r}")
 
 
@@ -546,6 +562,7 @@ COMMAND_OF: dict[str, str] = {
     "findOneAndDelete": "findAndModify",
     "findOneAndReplace": "findAndModify",
     "findOneAndUpdate": "findAndModify",
+    "modifyCollection": "collMod",
 }
 
 

@@ -274,7 +274,9 @@ def _check_max_staleness(
 ) -> None:
     """The maxStalenessSeconds checks that depend on the deployment."""
     max_staleness = read_preference.max_staleness_seconds
-    if max_staleness is None:
+    if max_staleness is None or description.type is TopologyType.LOAD_BALANCED:
+        # Load balancers: no server is monitored, so nothing is known of the versions
+        # behind it; the read preference goes through as it is (load balancer spec).
         return
     oldest = min(facts.available, key=_max_wire_version, default=None)
     if oldest is not None and oldest.max_wire_version < MAX_STALENESS_MIN_WIRE_VERSION:

@@ -1,0 +1,151 @@
+"""Client CPU per operation, mongocore against pymongo, against one loopback server.
+
+The server is the simulated standalone started with ``python -m mongocore sim
+--standalone`` in its own process, so that its work is not counted: what is
+measured is the CPU time of the client process (``time.process_time``: every
+thread of it, so a client's monitor threads count too) divided by the number of
+operations. Both clients talk to the same server in the same run, in alternating
+rounds; the best round of each is reported. The ratio is mongocore's CPU time
+divided by pymongo's: below 1 means mongocore uses less.
+
+Operations: ``ping``, ``find_one`` by ``_id``, ``insert_one``, and iterating a
+``find`` over 1,000 documents (the whole cursor: the first batch and the getMores).
+
+Run: python benchmarks/bench_cpu.py [--rounds 5] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import pymongo
+
+import mongocore
+
+DOCUMENTS = 1000
+
+
+def document(i: int) -> dict[str, Any]:
+    """A small, ordinary document: a few scalars, a subdocument, an array."""
+    return {
+        "_id": i,
+        "name": f"user{i}",
+        "email": f"user{i}@example.com",
+        "age": 20 + i % 50,
+        "score": i * 1.5,
+        "active": i % 2 == 0,
+        "address": {"street": f"{i} Main St", "city": "Springfield", "zip": f"{i:05d}"},
+        "tags": ["a", "b", "c"],
+    }
+
+
+def cpu_per_op(op: Callable[[], object], count: int) -> float:
+    """CPU seconds of this process per call of ``op``, over ``count`` calls."""
+    begin = time.process_time()
+    for _ in range(count):
+        op()
+    return (time.process_time() - begin) / count
+
+
+class Driver:
+    """The four operations of one client, on the same collections."""
+
+    def __init__(self, name: str, client: Any) -> None:
+        self.name = name
+        self.client = client
+        self.admin = client.admin
+        self.docs = client.bench.docs
+        self.inserts = client.bench[f"inserts_{name}"]
+        self.next_id = 0
+
+    def ping(self) -> object:
+        return self.admin.command("ping")
+
+    def find_one(self) -> object:
+        return self.docs.find_one({"_id": 500})
+
+    def insert_one(self) -> object:
+        self.next_id += 1
+        return self.inserts.insert_one({"_id": self.next_id, "x": 1, "name": "bench"})
+
+    def iterate_find(self) -> object:
+        return list(self.docs.find({}))
+
+    def reset_inserts(self) -> None:
+        self.inserts.drop()
+        self.next_id = 0
+
+
+OPERATIONS: list[tuple[str, str, int]] = [
+    # label, method, calls per round
+    ("ping", "ping", 2000),
+    ("find_one by _id", "find_one", 1000),
+    ("insert_one", "insert_one", 1000),
+    (f"iterate a find of {DOCUMENTS:,} documents", "iterate_find", 20),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the calls per round")
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mongocore", "sim", "--standalone"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        uri = server.stdout.readline().strip()
+        theirs: Any = pymongo.MongoClient(uri)
+        ours: Any = mongocore.MongoClient(uri)
+        theirs.bench.docs.drop()
+        theirs.bench.docs.insert_many([document(i) for i in range(DOCUMENTS)])
+        drivers = [Driver("mongocore", ours), Driver("pymongo", theirs)]
+        for driver in drivers:  # warm up: connections, sessions, code paths
+            for _, method, _ in OPERATIONS:
+                getattr(driver, method)()
+        rows = []
+        for label, method, calls in OPERATIONS:
+            count = max(1, int(calls * args.scale))
+            best = {d.name: float("inf") for d in drivers}
+            for _ in range(args.rounds):
+                for driver in drivers:
+                    best[driver.name] = min(
+                        best[driver.name], cpu_per_op(getattr(driver, method), count)
+                    )
+            rows.append((label, best["mongocore"], best["pymongo"]))
+        for driver in drivers:
+            driver.reset_inserts()
+        ours.close()
+        theirs.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    print(
+        f"python {platform.python_version()}, pymongo {pymongo.version} "
+        f"(C extensions: {pymongo.has_c()}), mongocore {mongocore.__version__}, "
+        f"best of {args.rounds} rounds"
+    )
+    if args.markdown:
+        print("| operation | mongocore µs CPU | pymongo µs CPU | ratio |")
+        print("| --- | ---: | ---: | ---: |")
+    for label, mine, other in rows:
+        if args.markdown:
+            print(f"| {label} | {mine * 1e6:.0f} | {other * 1e6:.0f} | {mine / other:.2f} |")
+        else:
+            print(
+                f"{label:40s} mongocore {mine * 1e6:9.1f} µs   pymongo {other * 1e6:9.1f} µs   "
+                f"ratio {mine / other:.2f}"
+            )
+
+
+if __name__ == "__main__":
+    main()

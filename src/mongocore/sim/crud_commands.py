@@ -1,0 +1,418 @@
+"""The CRUD commands of a simulated mongod: insert, update, delete, findAndModify, find,
+aggregate, count and distinct (each command's reference in the MongoDB manual).
+
+Replies have a 7.0 server's shape (``n``, ``nModified``, ``upserted``, ``writeErrors``
+with ``index``/``code``/``errmsg`` and the error's own fields, ``cursor`` with
+``id``/``ns``/``firstBatch``). Each command honours its ``collation`` (or the
+collection's default, :mod:`mongocore.sim.collation`), its ``let`` variables
+(:mod:`mongocore.sim.variables`) and ``bypassDocumentValidation``
+(:mod:`mongocore.sim.catalog`), or refuses what the simulator cannot honour.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+from bson import Int64
+from mongomock import filtering
+
+from mongocore.sim import change_streams
+from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation
+from mongocore.sim.query import aggregate, batch_size, distinct, project, select, sort_list
+from mongocore.sim.store import translate_store_errors
+from mongocore.sim.variables import parse_let
+
+if TYPE_CHECKING:
+    # commands.py registers these handlers; the context type is its own.
+    from mongocore.sim.commands import CommandContext
+
+__all__ = [
+    "aggregate_writes",
+    "cmd_aggregate",
+    "cmd_count",
+    "cmd_delete",
+    "cmd_distinct",
+    "cmd_find",
+    "cmd_find_and_modify",
+    "cmd_insert",
+    "cmd_update",
+]
+
+Reply = dict[str, Any]
+
+
+def _documents(ctx: CommandContext, field: str) -> list[Mapping[str, Any]]:
+    docs = ctx.cmd.get(field)
+    if not isinstance(docs, list):
+        raise CommandError(
+            40414, f"BSON field '{ctx.name}.{field}' is missing but a required field"
+        )
+    return docs
+
+
+def _write_error(index: int, error: CommandError) -> Reply:
+    entry: Reply = {"index": index, "code": error.code, "errmsg": error.errmsg}
+    entry.update(error.extra)
+    return entry
+
+
+def _write_reply(n: int, errors: list[Reply], **extra: Any) -> Reply:
+    reply: Reply = {"n": n}
+    reply.update(extra)
+    if errors:
+        reply["writeErrors"] = errors
+    reply["ok"] = 1.0
+    return reply
+
+
+def _bypass(ctx: CommandContext) -> bool:
+    return bool(ctx.cmd.get("bypassDocumentValidation", False))
+
+
+def _collation(ctx: CommandContext, coll: str, spec: Any) -> Optional[Collation]:
+    return ctx.store.collation_for(ctx.db, coll, spec)
+
+
+# -- writes ----------------------------------------------------------------------------
+
+
+def cmd_insert(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    ordered = bool(ctx.cmd.get("ordered", True))
+    bypass = _bypass(ctx)
+    n = 0
+    errors: list[Reply] = []
+    for index, doc in enumerate(_documents(ctx, "documents")):
+        prior = ctx.executed(index)
+        if prior is not None:
+            n += int(prior["n"])
+            continue
+        try:
+            apply = functools.partial(ctx.store.insert, ctx.db, coll, doc, bypass_validation=bypass)
+            ctx.write(index, coll, apply, _inserted)
+            n += 1
+        except CommandError as exc:
+            errors.append(_write_error(index, exc))
+            if ordered:
+                break
+    return _write_reply(n, errors)
+
+
+def _inserted(_: None) -> Reply:
+    return {"n": 1}
+
+
+def _updated(outcome: tuple[int, int, Optional[tuple[Any]]]) -> Reply:
+    matched, changed, upserted = outcome
+    if upserted is not None:
+        return {"n": 1, "nModified": 0, "upserted": upserted[0]}
+    return {"n": matched, "nModified": changed}
+
+
+def cmd_update(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    ordered = bool(ctx.cmd.get("ordered", True))
+    variables = parse_let(ctx.cmd, "update")
+    bypass = _bypass(ctx)
+    n = modified = 0
+    upserted: list[Reply] = []
+    errors: list[Reply] = []
+    for index, statement in enumerate(_documents(ctx, "updates")):
+        if "sort" in statement:
+            # An update statement's sort is MongoDB 8.0's; 7.0 parses it as unknown.
+            raise CommandError(40415, "BSON field 'update.updates.sort' is an unknown field.")
+        result = ctx.executed(index)
+        if result is None:
+            try:
+                apply = functools.partial(
+                    ctx.store.update,
+                    ctx.db,
+                    coll,
+                    statement.get("q", {}),
+                    statement.get("u", {}),
+                    multi=bool(statement.get("multi", False)),
+                    upsert=bool(statement.get("upsert", False)),
+                    array_filters=statement.get("arrayFilters"),
+                    collation=_collation(ctx, coll, statement.get("collation")),
+                    variables=variables,
+                    bypass_validation=bypass,
+                )
+                outcome = ctx.write(index, coll, apply, _updated)
+                result = _updated(outcome)
+                if outcome[2] is not None:
+                    upserted.append({"index": index, "_id": outcome[2][0]})
+            except CommandError as exc:
+                errors.append(_write_error(index, exc))
+                if ordered:
+                    break
+                continue
+        elif "upserted" in result:
+            upserted.append({"index": index, "_id": result["upserted"]})
+        n += int(result["n"])
+        modified += int(result["nModified"])
+    extra: dict[str, Any] = {}
+    if upserted:
+        extra["upserted"] = upserted
+    extra["nModified"] = modified
+    return _write_reply(n, errors, **extra)
+
+
+def _deleted(count: int) -> Reply:
+    return {"n": count}
+
+
+def cmd_delete(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    ordered = bool(ctx.cmd.get("ordered", True))
+    variables = parse_let(ctx.cmd, "delete")
+    n = 0
+    errors: list[Reply] = []
+    for index, statement in enumerate(_documents(ctx, "deletes")):
+        limit = statement.get("limit", 0)
+        prior = ctx.executed(index)
+        if prior is not None:
+            n += int(prior["n"])
+            continue
+        try:
+            if limit not in (0, 1):
+                raise CommandError(9, "The limit field in delete objects must be 0 or 1")
+            apply = functools.partial(
+                ctx.store.delete,
+                ctx.db,
+                coll,
+                statement.get("q", {}),
+                int(limit),
+                collation=_collation(ctx, coll, statement.get("collation")),
+                variables=variables,
+            )
+            n += ctx.write(index, coll, apply, _deleted)
+        except CommandError as exc:
+            errors.append(_write_error(index, exc))
+            if ordered:
+                break
+    return _write_reply(n, errors)
+
+
+def cmd_find_and_modify(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    cmd = ctx.cmd
+    remove = bool(cmd.get("remove", False))
+    if remove == ("update" in cmd):
+        raise CommandError(9, "Either an update or remove=true must be specified")
+    if remove and (cmd.get("new") or cmd.get("upsert")):
+        raise CommandError(9, "Cannot specify both new=true and remove=true or upsert=true")
+    prior = ctx.executed(0)
+    if prior is not None:
+        # A retried findAndModify is answered from the recorded images.
+        return {**prior, "ok": 1.0}
+    apply = functools.partial(
+        ctx.store.find_and_modify,
+        ctx.db,
+        coll,
+        query=cmd.get("query") or {},
+        sort=cmd.get("sort"),
+        remove=remove,
+        update=cmd.get("update"),
+        new=bool(cmd.get("new", False)),
+        fields=cmd.get("fields"),
+        upsert=bool(cmd.get("upsert", False)),
+        array_filters=cmd.get("arrayFilters"),
+        collation=_collation(ctx, coll, cmd.get("collation")),
+        variables=parse_let(cmd, "findAndModify"),
+        bypass_validation=_bypass(ctx),
+    )
+    value, last_error = ctx.write(0, coll, apply, _found_and_modified)
+    return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
+
+
+def _found_and_modified(outcome: tuple[Optional[Reply], Reply]) -> Reply:
+    value, last_error = outcome
+    return {"lastErrorObject": dict(last_error), "value": value}
+
+
+# -- reads -----------------------------------------------------------------------------
+
+
+def _index_keys(cmd: Mapping[str, Any], docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """returnKey: each document becomes the key of the index the query used. The
+    simulator plans with the _id index only, when the sort or the hint is on _id;
+    otherwise the query is a collection scan and the keys are empty (as a server's)."""
+    used = [cmd.get(option) for option in ("hint", "sort")]
+    if cmd.get("hint") == "_id_" or any(
+        isinstance(spec, Mapping) and list(spec) == ["_id"] for spec in used
+    ):
+        return [{"_id": doc["_id"]} for doc in docs if "_id" in doc]
+    return [{} for _ in docs]
+
+
+def _count_option(cmd: Mapping[str, Any], name: str) -> int:
+    value = cmd.get(name, 0) or 0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CommandError(14, f"BSON field '{name}' is the wrong type, expected a number")
+    return int(value)
+
+
+def cmd_find(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    cmd = ctx.cmd
+    if cmd.get("tailable") or cmd.get("awaitData"):
+        raise CommandError(238, "tailable cursors are not supported by the simulator")
+    limit = _count_option(cmd, "limit")
+    if limit < 0:
+        raise CommandError(51024, f"BSON field 'limit' value must be >= 0, actual value '{limit}'")
+    skip = _count_option(cmd, "skip")
+    if skip < 0:
+        raise CommandError(51024, f"BSON field 'skip' value must be >= 0, actual value '{skip}'")
+    variables = parse_let(cmd, "find")
+    collation = _collation(ctx, coll, cmd.get("collation"))
+    try:
+        selected = select(
+            ctx.reader[ctx.db][coll],
+            variables.in_query(cmd.get("filter") or {}),
+            collation=collation,
+            sort=sort_list(cmd.get("sort")),
+            skip=skip,
+            limit=limit,
+        )
+        docs = project(selected, cmd.get("projection") or None)
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
+    if cmd.get("returnKey"):
+        docs = _index_keys(cmd, docs)
+    elif cmd.get("showRecordId"):
+        docs = [{**doc, "$recordId": Int64(n)} for n, doc in enumerate(docs, 1)]
+    batch = ctx.cursors.open(
+        ctx.namespace(coll), docs, batch_size(cmd.get("batchSize")), bool(cmd.get("singleBatch"))
+    )
+    return {"cursor": batch, "ok": 1.0}
+
+
+_WRITE_STAGES = ("$out", "$merge")
+# Stages that read another collection: under a collation the pipeline runs on a copy.
+_FOREIGN_STAGES = ("$lookup", "$graphLookup", "$unionWith")
+
+
+def aggregate_writes(cmd: Mapping[str, Any]) -> bool:
+    """Does the pipeline end in $out or $merge (a write that needs the primary)?"""
+    pipeline = cmd.get("pipeline")
+    return bool(
+        isinstance(pipeline, list)
+        and pipeline
+        and isinstance(pipeline[-1], Mapping)
+        and any(stage in pipeline[-1] for stage in _WRITE_STAGES)
+    )
+
+
+def _out_target(ctx: CommandContext, stage: Mapping[str, Any]) -> tuple[str, str]:
+    out = stage["$out"]
+    if isinstance(out, Mapping):
+        return str(out.get("db", ctx.db)), str(out["coll"])
+    return ctx.db, str(out)
+
+
+def cmd_aggregate(ctx: CommandContext) -> Reply:
+    cmd = ctx.cmd
+    if not isinstance(cmd.get("pipeline"), list):
+        raise CommandError(14, "'pipeline' option must be specified as an array")
+    if change_streams.is_change_stream(cmd):
+        return change_streams.aggregate(ctx)
+    if cmd.get("explain"):
+        raise CommandError(238, "explain is not supported by the simulator")
+    if "cursor" not in cmd:
+        raise CommandError(
+            9, "The 'cursor' option is required, except for aggregate with the explain argument"
+        )
+    if ctx.target == 1:
+        raise CommandError(
+            238, "database-level aggregation (aggregate: 1) is not supported by the simulator"
+        )
+    coll = ctx.collection_name()
+    variables = parse_let(cmd, "aggregate")
+    pipeline = variables.in_pipeline(list(cmd["pipeline"]))
+    writes = aggregate_writes(cmd)
+    read_concern = cmd.get("readConcern")
+    if writes and isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
+        raise CommandError(
+            72, "readConcern level 'linearizable' is not supported with an $out or $merge stage"
+        )
+    if writes and "$merge" in pipeline[-1]:
+        raise CommandError(238, "the $merge stage is not supported by the simulator")
+    collation = _collation(ctx, coll, cmd.get("collation"))
+    if collation is not None and any(
+        isinstance(stage, Mapping) and any(name in stage for name in _FOREIGN_STAGES)
+        for stage in pipeline
+    ):
+        raise CommandError(
+            238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
+        )
+    source = ctx.store.client if writes else ctx.reader
+    collection = source[ctx.db][coll]
+    try:
+        docs = aggregate(collection, pipeline[:-1] if writes else pipeline, collation)
+        if writes:
+            out_db, out_coll = _out_target(ctx, pipeline[-1])
+            _write_out(ctx, out_db, out_coll, docs)
+            docs = []
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
+    options = cmd.get("cursor") or {}
+    batch = ctx.cursors.open(ctx.namespace(coll), docs, batch_size(options.get("batchSize")))
+    return {"cursor": batch, "ok": 1.0}
+
+
+def _write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]]) -> None:
+    """$out: replace the target's documents (checked against its validator unless
+    bypassDocumentValidation), keeping its indexes and options."""
+    options = ctx.store.options(db, coll)
+    for doc in docs:
+        options.check_document(doc, bypass=_bypass(ctx))
+    target = ctx.store.client[db][coll]
+    target.delete_many({})
+    if docs:
+        target.insert_many([dict(doc) for doc in docs])
+    ctx.store.replace_collection(db, coll, list(target.find()))
+
+
+def cmd_count(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    cmd = ctx.cmd
+    skip = _count_option(cmd, "skip")
+    limit = abs(_count_option(cmd, "limit"))
+    collation = _collation(ctx, coll, cmd.get("collation"))
+    try:
+        n = len(
+            select(
+                ctx.reader[ctx.db][coll],
+                cmd.get("query") or {},
+                collation=collation,
+                skip=max(skip, 0),
+                limit=limit,
+            )
+        )
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
+    return {"n": n, "ok": 1.0}
+
+
+def cmd_distinct(ctx: CommandContext) -> Reply:
+    coll = ctx.collection_name()
+    key = ctx.cmd.get("key")
+    if not isinstance(key, str):
+        raise CommandError(14, "BSON field 'distinct.key' is missing but a required field")
+    collation = _collation(ctx, coll, ctx.cmd.get("collation"))
+    try:
+        values = distinct(ctx.reader[ctx.db][coll], key, ctx.cmd.get("query") or {}, collation)
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise translate_store_errors(exc, ctx.namespace(coll)) from exc
+    return {"values": sorted(values, key=filtering.BsonComparable), "ok": 1.0}

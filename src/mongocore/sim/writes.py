@@ -1,0 +1,176 @@
+"""Document-level write rules of a simulated mongod: what a stored document may contain,
+the post-image of an update, and unique index keys (MongoDB manual, "Field Names",
+"Update Operators", "Unique Indexes"; the server's DuplicateKey error).
+
+An update is computed on a throwaway mongomock collection holding only the matched
+document (or nothing, for an upsert), so the store can check the post-image (the
+validator, unique indexes, ``_id``) before anything is written. Unique indexes are
+checked here, not by mongomock, so that a DuplicateKey error carries the
+``keyPattern`` and ``keyValue`` a 7.0 server reports, and so that an index with a
+collation compares its keys under it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import bson
+import mongomock
+from mongomock import filtering
+
+from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation, wrap, wrap_query
+from mongocore.sim.mongomock_fixes import MISSING
+from mongocore.sim.query import id_first
+
+__all__ = [
+    "check_storable",
+    "check_unique",
+    "has_positional",
+    "is_replacement",
+    "post_image",
+    "same_document",
+]
+
+Document = dict[str, Any]
+
+_POSITIONAL = re.compile(r"(^|\.)\$(\.|$)")
+
+
+def is_replacement(update: Any) -> bool:
+    return isinstance(update, Mapping) and not any(str(k).startswith("$") for k in update)
+
+
+def has_positional(update: Any) -> bool:
+    """Does an operator update name a path with the positional ``$`` (set by the query)?"""
+    if not isinstance(update, Mapping) or is_replacement(update):
+        return False
+    return any(
+        isinstance(fields, Mapping) and any(_POSITIONAL.search(str(path)) for path in fields)
+        for fields in update.values()
+    )
+
+
+def check_storable(doc: Mapping[str, Any]) -> None:
+    """Refuse an ``_id`` a server cannot store."""
+    if "_id" not in doc:
+        return
+    value = doc["_id"]
+    if isinstance(value, list):
+        raise CommandError(53, "The '_id' value cannot be of type array")
+    if isinstance(value, (re.Pattern, bson.Regex)):
+        raise CommandError(53, "The '_id' value cannot be of type regex")
+    if isinstance(value, Mapping):
+        _check_no_dollar_keys(value)
+
+
+def _check_no_dollar_keys(value: Mapping[str, Any]) -> None:
+    for key, item in value.items():
+        if str(key).startswith("$"):
+            raise CommandError(
+                52,
+                f"_id fields may not contain '$'-prefixed fields: {key} is not valid for storage.",
+            )
+        if isinstance(item, Mapping):
+            _check_no_dollar_keys(item)
+
+
+def _null_id_query(query: Mapping[str, Any]) -> bool:
+    value = query.get("_id", ...)
+    return value is None or (isinstance(value, Mapping) and list(value.items()) == [("$eq", None)])
+
+
+def post_image(
+    pre: Optional[Mapping[str, Any]],
+    query: Mapping[str, Any],
+    update: Any,
+    *,
+    array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+) -> Document:
+    """The document ``update`` makes of ``pre`` (or, with ``pre`` None, the document an
+    upsert inserts, built from the query's equality fields)."""
+    scratch: Any = mongomock.MongoClient()["scratch"]["scratch"]
+    if pre is not None:
+        scratch.insert_one(dict(pre))
+    kwargs: dict[str, Any] = {"upsert": pre is None}
+    if is_replacement(update):
+        if pre is None and "_id" in update and update["_id"] is None:
+            # mongomock refuses a replacement's null _id; the server stores it as it is.
+            scratch.insert_one(dict(update))
+        else:
+            scratch.replace_one(dict(query) if pre is None else {}, dict(update), **kwargs)
+    else:
+        if array_filters:
+            kwargs["array_filters"] = list(array_filters)
+        scratch.update_one(dict(query), update, **kwargs)
+    image = scratch.find_one()
+    if image is None:
+        raise CommandError(2, "the update produced no document")
+    if pre is None and _null_id_query(query) and not is_replacement(update):
+        image["_id"] = None  # mongomock makes an ObjectId of {_id: null}; a server keeps null
+    if pre is not None and "_id" in pre and image.get("_id") != pre["_id"]:
+        raise CommandError(
+            66,
+            "Performing an update on the path '_id' would modify the immutable field '_id'",
+        )
+    return id_first(image)
+
+
+def same_document(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Byte-for-byte the same BSON (an update that changes nothing is not a modification)."""
+    try:
+        return bool(bson.encode(dict(a)) == bson.encode(dict(b)))
+    except Exception:
+        return dict(a) == dict(b)
+
+
+def _format_key(values: Mapping[str, Any]) -> str:
+    parts = ", ".join(
+        f'{field}: "{value}"' if isinstance(value, str) else f"{field}: {value!r}"
+        for field, value in values.items()
+    )
+    return "{ " + parts + " }"
+
+
+def check_unique(
+    collection: Any,
+    namespace: str,
+    doc: Mapping[str, Any],
+    indexes: Sequence[tuple[str, Mapping[str, Any], Optional[Collation]]],
+    *,
+    replacing: Any = ...,
+) -> None:
+    """Refuse ``doc`` if a unique index already holds its key in another document.
+
+    ``indexes``: (name, index information, collation) of the collection's indexes;
+    ``replacing``: the ``_id`` of the document ``doc`` replaces (not a conflict)."""
+    others: Optional[list[Document]] = None
+    for name, info, collation in indexes:
+        if name != "_id_" and not info.get("unique"):
+            continue
+        fields = [field for field, _ in info["key"]]
+        values = {field: filtering.resolve_key(field, doc) for field in fields}  # type: ignore[no-untyped-call]
+        values = {f: (None if v is MISSING else v) for f, v in values.items()}
+        if info.get("sparse") and all(v is None for v in values.values()):
+            continue
+        partial = info.get("partialFilterExpression")
+        if partial is not None and not filtering.filter_applies(partial, doc):  # type: ignore[no-untyped-call]
+            continue
+        if others is None:
+            others = [d for d in collection.find() if replacing is ... or d.get("_id") != replacing]
+        query: dict[str, Any] = {field: value for field, value in values.items()}
+        if collation is not None:
+            query = wrap_query(query, collation)
+        for other in others:
+            candidate = wrap(other, collation) if collation is not None else other
+            if partial is not None and not filtering.filter_applies(partial, other):  # type: ignore[no-untyped-call]
+                continue
+            if filtering.filter_applies(query, candidate):  # type: ignore[no-untyped-call]
+                raise CommandError(
+                    11000,
+                    f"E11000 duplicate key error collection: {namespace} index: {name}"
+                    f" dup key: {_format_key(values)}",
+                    extra={"keyPattern": dict(info["key"]), "keyValue": values},
+                )
