@@ -8,38 +8,83 @@ a Client) and ``ReadConcern``. As in pymongo, the exceptions live in
 :mod:`mongocore.errors` and the read preference classes in
 :mod:`mongocore.read_preferences`.
 
-Importing the package loads the client and its dependencies, never the simulator
-(:mod:`mongocore.sim`) nor the command line.
+Importing the package loads nothing but its version: each name loads its module
+on first use (``from mongocore import MongoClient`` loads the client and what
+constructing one needs; the CRUD classes load with the first database), and never
+the simulator (:mod:`mongocore.sim`) nor the command line.
 """
 
 from __future__ import annotations
 
-# First: modules imported below read DRIVER_NAME and __version__ from this package.
+from typing import TYPE_CHECKING, Any
+
 from mongocore._version import DRIVER_NAME, __version__, version, version_tuple
-from mongocore.api.client import Client
-from mongocore.api.collection_writes import ReturnDocument
-from mongocore.api.cursor_type import CursorType
-from mongocore.api.index_model import (
-    ASCENDING,
-    DESCENDING,
-    GEO2D,
-    GEOSPHERE,
-    HASHED,
-    TEXT,
-    IndexModel,
-)
-from mongocore.api.mongo_client import MongoClient
-from mongocore.api.operations import (
-    DeleteMany,
-    DeleteOne,
-    InsertOne,
-    ReplaceOne,
-    UpdateMany,
-    UpdateOne,
-)
-from mongocore.read_concern import ReadConcern
-from mongocore.read_preferences import ReadPreference
-from mongocore.write_concern import WriteConcern
+
+if TYPE_CHECKING:
+    from mongocore.api.client import Client
+    from mongocore.api.collection_writes import ReturnDocument
+    from mongocore.api.cursor_type import CursorType
+    from mongocore.api.index_model import (
+        ASCENDING,
+        DESCENDING,
+        GEO2D,
+        GEOSPHERE,
+        HASHED,
+        TEXT,
+        IndexModel,
+    )
+    from mongocore.api.mongo_client import MongoClient
+    from mongocore.api.operations import (
+        DeleteMany,
+        DeleteOne,
+        InsertOne,
+        ReplaceOne,
+        UpdateMany,
+        UpdateOne,
+    )
+    from mongocore.read_concern import ReadConcern
+    from mongocore.read_preferences import ReadPreference
+    from mongocore.write_concern import WriteConcern
+
+#: Each public name -> the module that defines it (loaded by __getattr__ on first use).
+_LAZY = {
+    "Client": "mongocore.api.client",
+    "ReturnDocument": "mongocore.api.collection_writes",
+    "CursorType": "mongocore.api.cursor_type",
+    "ASCENDING": "mongocore.api.index_model",
+    "DESCENDING": "mongocore.api.index_model",
+    "GEO2D": "mongocore.api.index_model",
+    "GEOSPHERE": "mongocore.api.index_model",
+    "HASHED": "mongocore.api.index_model",
+    "TEXT": "mongocore.api.index_model",
+    "IndexModel": "mongocore.api.index_model",
+    "MongoClient": "mongocore.api.mongo_client",
+    "DeleteMany": "mongocore.api.operations",
+    "DeleteOne": "mongocore.api.operations",
+    "InsertOne": "mongocore.api.operations",
+    "ReplaceOne": "mongocore.api.operations",
+    "UpdateMany": "mongocore.api.operations",
+    "UpdateOne": "mongocore.api.operations",
+    "ReadConcern": "mongocore.read_concern",
+    "ReadPreference": "mongocore.read_preferences",
+    "WriteConcern": "mongocore.write_concern",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mongocore' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups do not come here again
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "ASCENDING",

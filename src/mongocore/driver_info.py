@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Optional
 
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError
 
 __all__ = ["DELIMITER", "DriverInfo", "DriverInfoList", "append_driver_info"]

@@ -28,6 +28,15 @@ from mongocore.core.address import Address
 class MongoCoreError(Exception):
     """Base class of every error raised by mongocore."""
 
+    #: What the caller may assume about a write whose operation failed with this
+    #: error: True, the write may have been applied (an attempt reached a server and
+    #: its outcome is unknown, or the server applied it); False, it certainly was not
+    #: (no attempt was sent in full, or every server it reached said it wrote
+    #: nothing). None for errors of other operations (docs/errors.md, "Was my write
+    #: applied?"). The message says the same.
+    write_may_have_been_applied: Optional[bool] = None
+    _write_note: str = ""
+
     def __init__(self, message: str, error_labels: Optional[Iterable[str]] = None) -> None:
         super().__init__(message)
         self._message = message
@@ -41,7 +50,18 @@ class MongoCoreError(Exception):
 
     @property
     def message(self) -> str:
-        return self._message
+        return self._message + self._write_note
+
+    def _set_write_outcome(self, may_have_been_applied: bool) -> None:
+        """Record what is known of the failed write (once more replaces the note)."""
+        self.write_may_have_been_applied = may_have_been_applied
+        self._write_note = (
+            " [the write may have been applied: its outcome is unknown; check before"
+            " writing it again]"
+            if may_have_been_applied
+            else " [the write was not applied]"
+        )
+        self.args = (self.message, *self.args[1:])
 
     @property
     def error_labels(self) -> frozenset[str]:
@@ -197,6 +217,8 @@ class CursorNotFound(OperationFailure):
 class WriteConcernError(OperationFailure):
     """A write was applied, but its write concern could not be satisfied."""
 
+    write_may_have_been_applied: Optional[bool] = True
+
 
 class WTimeoutError(WriteConcernError):
     """The write concern was not satisfied within its ``wtimeout``; the write was applied."""
@@ -286,7 +308,7 @@ def write_concern_error_from_reply(reply: Mapping[str, Any]) -> Optional[WriteCo
     write concern was not satisfied (a WTimeoutError when its wtimeout expired); None
     when the reply has no writeConcernError."""
     wce = reply.get("writeConcernError")
-    if not isinstance(wce, Mapping):
+    if wce is None or not isinstance(wce, Mapping):  # None: the common case, no ABC check
         return None
     code = error_code(wce.get("code"))
     info = wce.get("errInfo")

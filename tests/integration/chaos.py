@@ -15,15 +15,15 @@ application would show, so every write carries unique tokens:
 - ``insert_many``: an ordered batch of three such documents, one command of three
   statements, which the faults may cut between statements.
 
-Faults, in a seeded order (each round is every kind once, shuffled), one armed at a
-time, the next after ``writes_per_fault`` more acknowledgements (or ``interval``
-seconds, when given): a step-down; the primary closing the connection of its next
-insert or update *before* running it (``failCommand``); the primary applying its
-next retryable write statement and then closing the connection without a reply
-(``onPrimaryTransactionalWrite``); the primary dying right after applying a write,
-before its reply (``ReplicaSet.kill_after_write``), restarted before the next
-fault. The last two apply a write and lose its reply: only a retry with the same
-txnNumber is then answered from the server's record instead of applied again.
+Faults (tests/integration/chaos_faults.py), in a seeded order, one armed at a time,
+the next after ``writes_per_fault`` more acknowledgements (or ``interval`` seconds,
+when given): step-downs, connections closed before a write runs, writes applied and
+their reply lost (a closed connection, a killed primary) and, for the benchmark,
+kills, partitions (refuse and drop) and reconfigs.
+
+Each write's latency is recorded. With ``hang_after``, a write still running that
+long after every other writer is done counts as *hung* (and its thread's later writes
+are never run), instead of failing the run.
 
 Afterwards, the deployment healed, the final state is read from the simulator's
 store (not through the driver under test) and :func:`judge` checks, per write: an
@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import statistics
 import threading
 import time
 from collections import Counter
@@ -50,8 +51,32 @@ from mongocore.core.events import CommandFailedEvent, CommandSucceededEvent
 from mongocore.errors import MongoCoreError
 from mongocore.io.executor import Executor
 from mongocore.sim import ReplicaSet
-from mongocore.sim.member import Member
+from tests.integration.chaos_faults import (
+    ALL_FAULT_KINDS,
+    DROP_AFTER_APPLY,
+    DROP_BEFORE_APPLY,
+    FAULT_KINDS,
+    KILL_AFTER_APPLY,
+    STEP_DOWN,
+    Faults,
+)
 from tests.integration.sim_client import Recorder
+
+__all__ = [
+    "ALL_FAULT_KINDS",
+    "DROP_AFTER_APPLY",
+    "DROP_BEFORE_APPLY",
+    "FAULT_KINDS",
+    "KILL_AFTER_APPLY",
+    "STEP_DOWN",
+    "ChaosReport",
+    "Driver",
+    "Write",
+    "judge",
+    "mongocore_driver",
+    "new_txn_number_per_attempt",
+    "run_chaos",
+]
 
 DB = "chaos"
 COUNTERS = "counters"
@@ -63,12 +88,6 @@ DEADLINE = 60.0
 WRITE_KINDS: tuple[str, ...] = ("inc", "insert", "insert_many")
 WRITE_WEIGHTS: tuple[float, ...] = (0.5, 0.3, 0.2)
 BATCH = 3
-
-STEP_DOWN = "step-down"
-DROP_BEFORE_APPLY = "connection closed before the write"
-DROP_AFTER_APPLY = "write applied, connection closed"
-KILL_AFTER_APPLY = "write applied, primary killed"
-FAULT_KINDS: tuple[str, ...] = (STEP_DOWN, DROP_BEFORE_APPLY, DROP_AFTER_APPLY, KILL_AFTER_APPLY)
 
 #: mongocore's settings for chaos: fast rediscovery, room to wait out an election.
 CHAOS_OPTIONS: dict[str, Any] = {
@@ -90,11 +109,16 @@ class Driver:
     listens: bool = True
 
 
-def _connect_mongocore(uri: str, recorder: Recorder) -> Client:
-    return Client(uri, event_listeners=[recorder], **CHAOS_OPTIONS)
+def mongocore_driver(**options: Any) -> Driver:
+    """mongocore with CHAOS_OPTIONS, and ``options`` over them."""
+
+    def connect(uri: str, recorder: Recorder) -> Client:
+        return Client(uri, event_listeners=[recorder], **{**CHAOS_OPTIONS, **options})
+
+    return Driver("mongocore", connect, MongoCoreError)
 
 
-MONGOCORE = Driver("mongocore", _connect_mongocore, MongoCoreError)
+MONGOCORE = mongocore_driver()
 
 
 @dataclass
@@ -104,8 +128,12 @@ class Write:
     kind: str
     target: str  # the counter's _id, or the collection inserted into
     tokens: tuple[str, ...]
-    outcome: str = "pending"  # "acknowledged", "unknown" (an error) or "duplicate key"
+    #: "acknowledged", "unknown" (an error), "duplicate key", "hung" (still running
+    #: when the run gave up on it) or "not run" (after a hung write in its thread).
+    outcome: str = "pending"
     error: str = ""
+    #: How long the driver call took (None if it never returned).
+    seconds: Optional[float] = None
 
 
 @dataclass
@@ -178,9 +206,18 @@ class ChaosReport:
     #: Exceptions that ended a writer or the chaos thread (must be none).
     crashes: list[str]
     seconds: float
+    fault_kinds: tuple[str, ...] = FAULT_KINDS
 
     def count(self, outcome: str) -> int:
         return sum(1 for w in self.writes if w.outcome == outcome)
+
+    def latency_ms(self, quantile: int) -> float:
+        """The ``quantile``-th percentile (1 to 99) of the driver calls that returned
+        (acknowledged or raised), in milliseconds."""
+        times = [w.seconds for w in self.writes if w.seconds is not None]
+        if len(times) < 2:
+            return times[0] * 1000 if times else 0.0
+        return statistics.quantiles(times, n=100, method="inclusive")[quantile - 1] * 1000
 
     @property
     def ok(self) -> bool:
@@ -197,7 +234,8 @@ class ChaosReport:
         v = self.verdict
         kinds = Counter(w.kind for w in self.writes)
         faults = ", ".join(
-            f"{kind}: {self.faults_fired[kind]}/{self.faults_armed[kind]}" for kind in FAULT_KINDS
+            f"{kind}: {self.faults_fired[kind]}/{self.faults_armed[kind]}"
+            for kind in self.fault_kinds
         )
         lines = [
             f"driver {self.driver}, seed {self.seed}: {len(self.writes)} writes"
@@ -212,6 +250,10 @@ class ChaosReport:
             f" ({len(v.duplicated)} tokens present twice,"
             f" {len(v.duplicate_key_errors)} whose caller got E11000)",
             f"counter violations:           {len(v.counter_violations)}",
+            f"hung:                         {self.count('hung')} (then"
+            f" {self.count('not run')} writes of their threads never run)",
+            f"latency p50 / p99:            {self.latency_ms(50):.1f} ms /"
+            f" {self.latency_ms(99):.1f} ms",
             f"seconds:                      {self.seconds:.2f}",
         ]
         if self.failed_commands is not None:
@@ -315,55 +357,6 @@ def _perform(db: Any, write: Write) -> None:
         db[write.target].insert_many([{"token": t} for t in write.tokens], ordered=True)
 
 
-class _Faults:
-    """Arms one fault at a time on the primary, and counts those that fired."""
-
-    def __init__(self, rs: ReplicaSet, seed: int) -> None:
-        self.rs = rs
-        self.rng = random.Random(seed)
-        self.armed: Counter[str] = Counter()
-        self.fired: Counter[str] = Counter()
-        self._round: list[str] = []
-        self._current: Optional[tuple[str, Member]] = None
-
-    def next(self) -> None:
-        self.disarm()
-        if not self._round:
-            self._round = self.rng.sample(FAULT_KINDS, len(FAULT_KINDS))
-        kind = self._round.pop()
-        primary = self.rs.wait_for_primary(timeout=DEADLINE)
-        self.armed[kind] += 1
-        if kind == STEP_DOWN:
-            # A short stepdown period lets every member take its turn.
-            self.rs.step_down(stepdown_secs=0.2)
-            self.fired[kind] += 1
-            return
-        if kind == DROP_BEFORE_APPLY:
-            primary.fail_command("insert", "update", close_connection=True, mode={"times": 1})
-        elif kind == DROP_AFTER_APPLY:
-            primary.configure_fail_point(
-                "onPrimaryTransactionalWrite", {"times": 1}, {"closeConnection": True}
-            )
-        else:
-            self.rs.kill_after_write(primary)
-        self._current = (kind, primary)
-
-    def disarm(self) -> None:
-        """Turn off the armed fault (counting it if it fired); restart a killed member."""
-        current, self._current = self._current, None
-        if current is not None:
-            kind, member = current
-            if kind == KILL_AFTER_APPLY:
-                self.fired[kind] += int(not member.alive)
-                self.rs.kill_after_write(member, armed=False)
-            elif member.alive:
-                name = "failCommand" if kind == DROP_BEFORE_APPLY else "onPrimaryTransactionalWrite"
-                self.fired[kind] += member.configure_fail_point(name, "off")
-        for member in self.rs.members:
-            if not member.alive:
-                self.rs.restart(member)
-
-
 def _read_final_state(rs: ReplicaSet) -> tuple[dict[str, tuple[int, list[str]]], Counter[str]]:
     """The counters and the inserted tokens, from the simulator's own store."""
     with rs.cond:
@@ -389,19 +382,26 @@ def run_chaos(
     counters: int = 8,
     collections: int = 16,
     driver: Driver = MONGOCORE,
+    fault_kinds: Sequence[str] = FAULT_KINDS,
+    hang_after: Optional[float] = None,
 ) -> ChaosReport:
     """Run ``writes`` seeded writes from ``threads`` threads against a 3-member replica
-    set while seeded faults happen, one after every ``writes_per_fault``
-    acknowledgements (or every ``interval`` seconds, if sooner); heal; judge."""
+    set while seeded faults of ``fault_kinds`` happen, one after every
+    ``writes_per_fault`` acknowledgements (or every ``interval`` seconds, if sooner);
+    heal; judge. ``hang_after``: see the module's docstring (None: a writer that does
+    not finish fails the run)."""
     plans = plan_writes(seed, writes, threads, counters, collections)
     progress = _Progress()
+    stop = threading.Event()
+    #: Each writer's write in progress, and when its call began.
+    running: dict[int, tuple[Write, float]] = {}
     errors: Counter[str] = Counter()
     crashes: list[str] = []
     lock = threading.Lock()
     recorder = Recorder()
     with ReplicaSet(3, election_delay=0.05) as rs:
         client = driver.connect(rs.uri, recorder)
-        faults = _Faults(rs, seed)
+        faults = Faults(rs, seed, fault_kinds)
         try:
             db = client[DB]
             db[COUNTERS].insert_many(
@@ -409,21 +409,33 @@ def run_chaos(
             )
             recorder.clear()
 
-            def writer(plan: list[Write]) -> None:
+            def writer(number: int, plan: list[Write]) -> None:
                 try:
                     for write in plan:
+                        if stop.is_set():
+                            write.outcome = "not run"
+                            continue
+                        outcome, error = "acknowledged", ""
+                        with progress.cond:
+                            running[number] = (write, time.monotonic())
+                        begun = time.perf_counter()
                         try:
                             _perform(db, write)
-                            write.outcome = "acknowledged"
                         except driver.error as exc:
-                            write.outcome = "duplicate key" if is_duplicate_key(exc) else "unknown"
-                            write.error = f"{type(exc).__name__}: {exc}"
-                            with lock:
-                                errors[type(exc).__name__] += 1
-                        if write.outcome == "acknowledged":
-                            with progress.cond:
+                            outcome = "duplicate key" if is_duplicate_key(exc) else "unknown"
+                            error = f"{type(exc).__name__}: {exc}"
+                        took = time.perf_counter() - begun
+                        with progress.cond:
+                            del running[number]
+                            if write.outcome == "hung":
+                                continue  # given up on; what it returned comes too late
+                            write.outcome, write.error, write.seconds = outcome, error, took
+                            if outcome == "acknowledged":
                                 progress.acknowledged += 1
                                 progress.cond.notify_all()
+                        if error:
+                            with lock:
+                                errors[error.split(":", 1)[0]] += 1
                 except BaseException as exc:
                     with lock:
                         crashes.append(f"writer: {type(exc).__name__}: {exc}")
@@ -435,6 +447,7 @@ def run_chaos(
             def due(since: int) -> bool:
                 return (
                     progress.finished_writers == threads
+                    or stop.is_set()
                     or progress.acknowledged - since >= writes_per_fault
                 )
 
@@ -446,7 +459,7 @@ def run_chaos(
                             progress.cond.wait_for(
                                 functools.partial(due, last), timeout=interval or DEADLINE
                             )
-                            if progress.finished_writers == threads:
+                            if progress.finished_writers == threads or stop.is_set():
                                 return
                             last = progress.acknowledged
                         faults.next()
@@ -455,18 +468,28 @@ def run_chaos(
                         crashes.append(f"chaos: {type(exc).__name__}: {exc}")
 
             workers = [
-                threading.Thread(target=writer, args=(plan,), name=f"chaos-writer-{n}")
+                threading.Thread(
+                    target=writer,
+                    args=(n, plan),
+                    name=f"chaos-writer-{n}",
+                    # A hung driver call cannot be joined; the run ends without it.
+                    daemon=hang_after is not None,
+                )
                 for n, plan in enumerate(plans)
             ]
             monkey = threading.Thread(target=chaos, name="chaos-faults")
             started = time.monotonic()
             for thread in [*workers, monkey]:
                 thread.start()
-            for thread in [*workers, monkey]:
-                thread.join(DEADLINE * 5)
+            if hang_after is not None:
+                _give_up_on_hung_writes(progress, running, threads, hang_after, stop)
+                monkey.join(DEADLINE * 5)  # the hung writers' threads are left behind
+            else:
+                for thread in [*workers, monkey]:
+                    thread.join(DEADLINE * 5)
             seconds = time.monotonic() - started
             stuck = [t.name for t in [*workers, monkey] if t.is_alive()]
-            if stuck:
+            if stuck and hang_after is None:
                 raise AssertionError(f"chaos threads did not finish: {stuck}")
             faults.disarm()
             for member in rs.members:
@@ -492,4 +515,32 @@ def run_chaos(
         errors=errors,
         crashes=crashes,
         seconds=seconds,
+        fault_kinds=faults.kinds,
     )
+
+
+def _give_up_on_hung_writes(
+    progress: _Progress,
+    running: dict[int, tuple[Write, float]],
+    threads: int,
+    hang_after: float,
+    stop: threading.Event,
+) -> None:
+    """Wait until every writer is done, or every one still running has been in its
+    current call for ``hang_after`` seconds; mark those calls hung and stop the run
+    (their threads' later writes are never run)."""
+
+    def settled() -> bool:
+        now = time.monotonic()
+        busy = threads - progress.finished_writers
+        return busy == 0 or (
+            len(running) == busy and all(now - t >= hang_after for _, t in running.values())
+        )
+
+    with progress.cond:
+        while not settled():
+            progress.cond.wait(1.0)
+        for write, _ in running.values():
+            write.outcome = "hung"
+        stop.set()
+        progress.cond.notify_all()

@@ -309,6 +309,8 @@ class WireServer:
         self._wake_r, self._wake_w = socket.socketpair()
         self._lock = threading.Lock()
         self._stopped = False
+        self._refusing = False
+        self._refused = threading.Event()
         self._peers: list[socket.socket] = []
         self._threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
@@ -322,7 +324,15 @@ class WireServer:
             while True:
                 ready = {key.fileobj for key, _ in selector.select()}
                 if self._wake_r in ready:
-                    return
+                    with self._lock:
+                        if self._stopped:
+                            return
+                    self._wake_r.recv(1)
+                    # refuse_connections(): nothing listens on the port any more.
+                    selector.unregister(self._listener)
+                    self._listener.close()
+                    self._refused.set()
+                    continue
                 try:
                     sock, _ = self._listener.accept()
                 except BlockingIOError:
@@ -342,6 +352,16 @@ class WireServer:
         finally:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
+
+    def refuse_connections(self) -> None:
+        """Close the listening socket, as a server process that died would: a new
+        connection is refused, while the open ones keep being served."""
+        with self._lock:
+            if self._refusing or self._stopped:
+                return
+            self._refusing = True
+        self._wake_w.send(b"r")
+        assert self._refused.wait(DEADLINE), "the server kept listening"
 
     def stop(self) -> None:
         """Stop accepting, hang up on every client and join every thread; idempotent."""

@@ -214,7 +214,7 @@ def test_an_unordered_bulk_write_attempts_everything(coll: Collection) -> None:
 def test_insert_many_is_split_by_max_write_batch_size(
     rs: ReplicaSet, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mongocore.sim.member.MAX_WRITE_BATCH_SIZE", 3)
+    monkeypatch.setattr("mongocore.sim.process.MAX_WRITE_BATCH_SIZE", 3)
     with sim_client(rs.uri, recorder, retryWrites=True) as client:
         coll = client["crud"]["items"]
         result = coll.insert_many([{"_id": i} for i in range(10)])
@@ -237,7 +237,7 @@ def test_insert_many_is_split_by_max_write_batch_size(
 def test_insert_many_is_split_by_max_message_size(
     rs: ReplicaSet, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("mongocore.sim.member.MAX_MESSAGE_SIZE_BYTES", 100_000)
+    monkeypatch.setattr("mongocore.sim.process.MAX_MESSAGE_SIZE_BYTES", 100_000)
     with sim_client(rs.uri, recorder, retryWrites=True) as client:
         coll = client["crud"]["items"]
         documents = [{"_id": i, "pad": "x" * 30_000} for i in range(7)]

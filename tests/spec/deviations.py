@@ -14,8 +14,16 @@ Conditions (see :data:`CONDITIONS`):
 - ``operation = [names]``: the test runs an operation of that name, or
   ``"entityKind.name"`` for an operation on an entity of that kind.
 - ``pipeline_stage = [stages]``: an operation's ``pipeline`` argument has such a stage.
-- ``query_operator = [keys]``: the key appears anywhere in an operation's arguments.
+- ``query_operator = [keys]``: the key appears anywhere in an operation's arguments,
+  at any depth: a query or update operator, an aggregation expression, a key of a
+  nested document (such as the write models of a bulkWrite's ``requests``).
+- ``argument = [names]``: an operation is given an argument of that name, a key at
+  the top level of its ``arguments`` (an option of the operation itself, never a key
+  inside a filter or a document); or ``"operationName.name"`` for that argument of an
+  operation of that name only (``"createCollection.capped"``).
 - ``fail_point = [names]``: the test configures that fail point.
+- ``fail_point_label = [labels]``: a fail point the test configures returns one of
+  these error labels (its ``data.errorLabels``).
 - ``max_server_version_below = "x.y"``: every runOnRequirement that applies (the
   test's, else the file's) has a maxServerVersion below this version.
 - ``min_server_version_at_least = "x.y"``: every runOnRequirement that applies has a
@@ -26,6 +34,8 @@ Conditions (see :data:`CONDITIONS`):
 - ``uri_password = true|false``: the test's uri does (or does not) carry a password
   in its userinfo (``user:password@``).
 - ``valid = true|false``: the connection-string case's ``valid`` field.
+- ``skip_reason = true|false``: upstream marks the test (or its file) skipped, with
+  a ``skipReason``.
 - ``seed_shape = "name"``: the unified test has the shape the seed transformation of
   that name (tests/spec/unified/seed.py) changes; see ``seed.SHAPES``.
 
@@ -174,6 +184,20 @@ def _query_operator(value: Any, document: Mapping[str, Any], test: Mapping[str, 
     )
 
 
+def _argument(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    for operation in _operations(test):
+        arguments = operation.get("arguments")
+        if not isinstance(arguments, Mapping):
+            continue
+        name = str(operation.get("name"))
+        # Only the top-level keys: the same name deeper down (a field of a filter or a
+        # document) is data, not an option the operation was given.
+        if any(key in wanted or f"{name}.{key}" in wanted for key in map(str, arguments)):
+            return True
+    return False
+
+
 def _fail_point(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     wanted = set(_as_list(value))
     names = set()
@@ -184,6 +208,17 @@ def _fail_point(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]
     if isinstance(test.get("failPoint"), Mapping):  # CMAP and legacy formats
         names.add(str(test["failPoint"].get("configureFailPoint")))
     return bool(wanted & names)
+
+
+def _fail_point_label(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    for operation in _operations(test):
+        point = (operation.get("arguments") or {}).get("failPoint")
+        if operation.get("object") == "testRunner" and isinstance(point, Mapping):
+            labels = (point.get("data") or {}).get("errorLabels") or []
+            if wanted & {str(label) for label in labels}:
+                return True
+    return False
 
 
 def _max_server_version_below(
@@ -234,6 +269,11 @@ def _valid(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> 
     return "valid" in test and bool(test["valid"]) is bool(value)
 
 
+def _skip_reason(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    skipped = bool(test.get("skipReason") or document.get("skipReason"))
+    return skipped is bool(value)
+
+
 def _seed_shape(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     shape = seed.SHAPES.get(str(value))
     if shape is None:
@@ -247,13 +287,16 @@ CONDITIONS: dict[str, Condition] = {
     "operation": _operation,
     "pipeline_stage": _pipeline_stage,
     "query_operator": _query_operator,
+    "argument": _argument,
     "fail_point": _fail_point,
+    "fail_point_label": _fail_point_label,
     "max_server_version_below": _max_server_version_below,
     "min_server_version_at_least": _min_server_version_at_least,
     "uri_option": _uri_option,
     "auth_mechanism": _auth_mechanism,
     "uri_password": _uri_password,
     "valid": _valid,
+    "skip_reason": _skip_reason,
     "seed_shape": _seed_shape,
 }
 

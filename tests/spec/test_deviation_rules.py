@@ -19,13 +19,16 @@ import pytest
 from tests.spec import deviations, specdata
 from tests.spec.unified import seed
 
+#: Suites in the unified format whose folder is not named "unified".
+UNIFIED_FORMAT_FOLDERS = frozenset({"sessions/tests", "load-balancers/tests"})
+
 UNIFIED_SUITES = sorted(
     {
         suite
         for kind in deviations.KINDS
         for entry in deviations.entries()[kind]
         for suite in ([entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"])
-        if suite.endswith("/unified")
+        if suite.endswith("/unified") or suite in UNIFIED_FORMAT_FOLDERS
     }
 )
 
@@ -213,6 +216,38 @@ def test_a_read_failed_n_times_with_a_seed_error_succeeds_on_attempt_n_plus_one(
     assert changed["expectEvents"][0]["events"] == [started] * 4
 
 
+def test_the_argument_condition_matches_top_level_arguments_only() -> None:
+    capped = {
+        "name": "createCollection",
+        "object": "d",
+        "arguments": {"collection": "x", "capped": True, "size": 4096},
+    }
+    document, test = _case([capped], {})
+    for value in (["capped"], ["viewOn", "capped"], ["createCollection.capped"]):
+        assert deviations.matches({"when": {"argument": value}}, document, test), value
+    for value in (["viewOn"], ["runCommand.capped"], ["createCollection.x"]):
+        assert not deviations.matches({"when": {"argument": value}}, document, test), value
+    # The same key in a document the operation is given is data, not an argument;
+    # query_operator, which looks at every depth, still sees it.
+    insert = {
+        "name": "insertOne",
+        "object": "coll",
+        "arguments": {"document": {"_id": 1, "capped": True}},
+    }
+    document, test = _case([insert], {})
+    assert not deviations.matches({"when": {"argument": ["capped"]}}, document, test)
+    assert deviations.matches({"when": {"query_operator": ["capped"]}}, document, test)
+    # An operation run on a thread is an operation of the test too.
+    on_thread = {
+        "name": "runOnThread",
+        "object": "testRunner",
+        "arguments": {"thread": "t", "operation": capped},
+    }
+    document, test = _case([on_thread], {})
+    assert deviations.matches({"when": {"argument": ["createCollection.capped"]}}, document, test)
+    assert not deviations.matches({"when": {"argument": ["operation.capped"]}}, document, test)
+
+
 def test_entries_may_not_list_test_ids() -> None:
     for kind in deviations.KINDS:
         for entry in deviations.entries()[kind]:
@@ -267,3 +302,102 @@ def test_a_write_whose_connection_fails_its_handshake_is_not_retried_by_default(
     document["runOnRequirements"] = [{"auth": False}]
     with pytest.raises(seed.TransformError):
         seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+
+
+def test_a_refused_write_followed_by_more_operations_keeps_them() -> None:
+    """Under retryable-writes-default-off a write failed by a closed connection is not
+    retried; operations after it are asserted as upstream wrote them, only the
+    retry's event goes, and a later write keeps the outcome but for the refused
+    insert's documents."""
+    first = {"name": "insertOne", "object": "coll", "arguments": {"document": {"_id": 2}}}
+    later = {"name": "insertOne", "object": "coll", "arguments": {"document": {"_id": 3}}}
+    document, test = _case([_fail(["insert"], closeConnection=True), first, later], {})
+    started = [
+        {"commandStartedEvent": {"command": {"insert": "x", "documents": [{"_id": n}]}}}
+        for n in (2, 2, 3)
+    ]
+    test["expectEvents"] = [{"client": "c", "events": started}]
+    test["outcome"] = [
+        {"databaseName": "db", "collectionName": "x", "documents": [{"_id": 2}, {"_id": 3}]}
+    ]
+    changed = seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+    assert changed["operations"][1]["expectError"]["isClientError"] is True
+    assert "expectError" not in changed["operations"][2]
+    assert changed["expectEvents"][0]["events"] == [started[0], started[2]]
+    assert changed["outcome"][0]["documents"] == [{"_id": 3}]
+    assert seed.OUTCOME_FROM_SNAPSHOT not in changed
+
+
+def test_a_refused_update_followed_by_another_write_is_refused_by_the_rule() -> None:
+    update = {"name": "updateOne", "object": "coll", "arguments": {"filter": {}, "update": {}}}
+    later = {"name": "insertOne", "object": "coll", "arguments": {"document": {"_id": 3}}}
+    document, test = _case([_fail(["update"], closeConnection=True), update, later], {})
+    test["outcome"] = [{"databaseName": "db", "collectionName": "x", "documents": []}]
+    with pytest.raises(seed.TransformError):
+        seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+
+
+def test_skip_reason_condition_selects_what_upstream_skips() -> None:
+    document, test = _case([], {})
+    entry = {"when": {"skip_reason": True}}
+    assert not deviations.matches(entry, document, test)
+    test["skipReason"] = "servers do not do this yet"
+    assert deviations.matches(entry, document, test)
+    assert not deviations.matches({"when": {"skip_reason": False}}, document, test)
+
+
+def test_the_fail_point_label_condition_reads_the_fail_points_error_labels() -> None:
+    insert = {"name": "insertOne", "object": "coll", "arguments": {"document": {}}}
+    overloaded = _fail(["insert"], errorCode=112, errorLabels=["SystemOverloadedError"])
+    document, test = _case([overloaded, insert], {})
+    entry = {"when": {"fail_point_label": ["SystemOverloadedError"]}}
+    assert deviations.matches(entry, document, test)
+    targeted = copy.deepcopy(overloaded)
+    targeted["name"] = "targetedFailPoint"
+    document, test = _case([targeted, insert], {})
+    assert deviations.matches(entry, document, test)
+    document, test = _case([_fail(["insert"], errorCode=112), insert], {})
+    assert not deviations.matches(entry, document, test)
+    # The label as data of an operation is no fail point's label.
+    labeled = {"name": "insertOne", "object": "coll", "arguments": {"document": {"l": "x"}}}
+    document, test = _case([labeled], {})
+    assert not deviations.matches(entry, document, test)
+
+
+def _started(command: dict[str, Any]) -> dict[str, Any]:
+    return {"commandStartedEvent": {"command": command}}
+
+
+def test_writes_beside_transactions_take_no_txn_number_and_renumber_later_ones() -> None:
+    session = {"$$sessionLsid": "s"}
+    document, test = _case([], {})
+    document["createEntities"].append({"session": {"id": "s", "client": "c"}})
+    events = [
+        _started({"insert": "x", "lsid": session, "txnNumber": 1, "autocommit": False}),
+        _started({"commitTransaction": 1, "lsid": session, "txnNumber": 1, "autocommit": False}),
+        _started({"insert": "x", "lsid": session, "txnNumber": 2}),
+        _started({"update": "x", "lsid": session, "txnNumber": 3, "autocommit": False}),
+        _started(
+            {"delete": "x", "lsid": session, "txnNumber": 4, "autocommit": {"$$exists": False}}
+        ),
+        _started({"find": "x", "lsid": session, "txnNumber": 5, "autocommit": False}),
+    ]
+    test["expectEvents"] = [{"client": "c", "events": events}]
+    assert seed.SHAPES[seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS](document, test)
+    changed = seed.transform(seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS, document, test)
+    numbers = [
+        e["commandStartedEvent"]["command"]["txnNumber"]
+        for e in changed["expectEvents"][0]["events"]
+    ]
+    absent = {"$$exists": False}
+    assert numbers == [1, 1, absent, 2, absent, 3]
+    # Upstream's expectations stay as they were; a client setting retryWrites is not
+    # selected, nor a test whose writes outside transactions expect no txnNumber.
+    assert test["expectEvents"][0]["events"][2]["commandStartedEvent"]["command"]["txnNumber"] == 2
+    opted, opted_test = _case([], {"retryWrites": True})
+    opted_test["expectEvents"] = copy.deepcopy(test["expectEvents"])
+    assert not seed.SHAPES[seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS](opted, opted_test)
+    test["expectEvents"] = [{"client": "c", "events": events[:2]}]
+    assert not seed.SHAPES[seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS](document, test)
+    with pytest.raises(seed.TransformError):
+        seed.transform(seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS, document, test)

@@ -1,9 +1,10 @@
 """The simulator's change streams against the official change-streams suite (unified
 format), with pymongo as the client.
 
-mongocore has no change stream API yet, so the suite runs through pymongo, which
-implements the client side of the spec; what is checked is what the simulated 7.0
-server answers. Each test runs on every simulated topology its ``runOnRequirements``
+The suite runs through pymongo, an independent implementation of the client side of
+the spec, so what is checked is what the simulated 7.0 server answers (mongocore's own
+change streams run the suite in tests/spec/unified/test_change_streams_unified.py).
+Each test runs on every simulated topology its ``runOnRequirements``
 (of the file and of the test) allow for a 7.0.12 server: a replica set, a sharded
 cluster (one mongos), a load-balanced mongos, a standalone. The runner knows the
 entities and operations the suite uses (clients with command monitoring, databases,

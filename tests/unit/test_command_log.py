@@ -14,40 +14,21 @@ from mongocore.core.address import Address
 from mongocore.core.events import CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent
 from mongocore.errors import NetworkError, OperationFailure
 from mongocore.io import command_log as cl
-from mongocore.io.log_messages import structured_data
+from tests.log_capture import LogRecords, capture
 
 ADDRESS = Address("db1.example.com", 27017)
 TOPOLOGY = ObjectId()
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    def data(self) -> list[dict[str, Any]]:
-        found = [structured_data(r) for r in self.records]
-        return [d for d in found if d is not None]
+@pytest.fixture
+def records() -> Iterator[LogRecords]:
+    with capture("mongocore.test.command") as handler:
+        yield handler
 
 
 @pytest.fixture
-def logger() -> Iterator[logging.Logger]:
-    target = logging.getLogger("mongocore.test.command")
-    level = target.level
-    yield target
-    target.setLevel(level)
-
-
-@pytest.fixture
-def records(logger: logging.Logger) -> Iterator[Records]:
-    handler = Records()
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    yield handler
-    logger.removeHandler(handler)
+def logger(records: LogRecords) -> logging.Logger:
+    return records.logger
 
 
 def _common(name: str = "find", request_id: int = 7, **extra: Any) -> dict[str, Any]:
@@ -62,13 +43,13 @@ def _common(name: str = "find", request_id: int = 7, **extra: Any) -> dict[str, 
     }
 
 
-def test_started_and_succeeded(logger: logging.Logger, records: Records) -> None:
+def test_started_and_succeeded(logger: logging.Logger, records: LogRecords) -> None:
     command_logger = cl.CommandLogger(TOPOLOGY, logger=logger)
     service = ObjectId()
     common = _common(server_connection_id=41, service_id=service)
     command_logger.started(CommandStartedEvent(command={"find": "c", "$db": "db"}, **common))
     command_logger.succeeded(CommandSucceededEvent(duration=0.0125, reply={"ok": 1}, **common))
-    started, succeeded = records.data()
+    started, succeeded = records.data
     assert started == {
         "message": "Command started",
         "topologyId": TOPOLOGY,
@@ -91,7 +72,7 @@ def test_started_and_succeeded(logger: logging.Logger, records: Records) -> None
     assert "server-generated ID 41 to db1.example.com:27017" in text
 
 
-def test_sensitive_command_is_redacted(logger: logging.Logger, records: Records) -> None:
+def test_sensitive_command_is_redacted(logger: logging.Logger, records: LogRecords) -> None:
     command_logger = cl.CommandLogger(TOPOLOGY, logger=logger)
     # The events of a sensitive command carry {} (mongocore.monitoring redacts them).
     command_logger.started(CommandStartedEvent(command={}, **_common("saslStart", 1)))
@@ -105,25 +86,25 @@ def test_sensitive_command_is_redacted(logger: logging.Logger, records: Records)
             duration=0.001, failure=NetworkError("reset"), **_common("saslContinue", 2)
         )
     )
-    started, failed, _, network = records.data()
+    started, failed, _, network = records.data
     assert started["command"] == "{}"
     assert failed["failure"] == ""
     assert "reset" in network["failure"]
 
 
-def test_no_server_connection_id_or_service_id(logger: logging.Logger, records: Records) -> None:
+def test_no_server_connection_id_or_service_id(logger: logging.Logger, records: LogRecords) -> None:
     cl.CommandLogger(TOPOLOGY, logger=logger).started(
         CommandStartedEvent(command={"ping": 1}, **_common("ping"))
     )
-    (data,) = records.data()
+    (data,) = records.data
     assert "serverConnectionId" not in data
     assert "serviceId" not in data
 
 
-def test_document_is_truncated(logger: logging.Logger, records: Records) -> None:
+def test_document_is_truncated(logger: logging.Logger, records: LogRecords) -> None:
     command_logger = cl.CommandLogger(TOPOLOGY, logger=logger, max_document_length=10)
     command_logger.started(CommandStartedEvent(command={"insert": "x" * 50}, **_common("insert")))
-    assert records.data()[0]["command"] == '{"insert":...'
+    assert records.data[0]["command"] == '{"insert":...'
 
 
 def test_disabled_logger_subscribes_nothing(logger: logging.Logger) -> None:
@@ -133,7 +114,7 @@ def test_disabled_logger_subscribes_nothing(logger: logging.Logger) -> None:
     assert len(cl.command_log_listeners(TOPOLOGY, logger)) == 1
 
 
-def test_disabled_logger_builds_no_message(logger: logging.Logger, records: Records) -> None:
+def test_disabled_logger_builds_no_message(logger: logging.Logger, records: LogRecords) -> None:
     command_logger = cl.CommandLogger(TOPOLOGY, logger=logger)
     logger.setLevel(logging.INFO)
     command_logger.started(CommandStartedEvent(command={"ping": 1}, **_common("ping")))

@@ -17,6 +17,7 @@ from bson import Int64, ObjectId
 from mongocore.core.address import Address
 from mongocore.core.description.errors import (
     ApplicationError,
+    ErrorDecision,
     ErrorKind,
     classify,
     is_not_writable_primary,
@@ -243,6 +244,28 @@ def test_load_balanced_error_before_the_service_is_known_changes_nothing() -> No
     decision = classify(load_balanced(), error, 0)
     assert decision.mark_unknown is None and not decision.clear_pool
     assert decision.service_id is None and not decision.cancel_check
+
+
+def test_load_balanced_failed_hello_is_ignored_even_with_a_shutdown_code() -> None:
+    # "Errors during the MongoDB Handshake MUST also be ignored": a hello refused with
+    # InterruptedAtShutdown (a code that clears a pool otherwise) changes nothing.
+    error = command_error({"ok": 0, "code": 11600, "errmsg": "x"}, completed_handshake=False)
+    assert classify(load_balanced(), error, 0) == ErrorDecision()
+
+
+def test_load_balanced_authentication_error_clears_the_service_from_the_hello() -> None:
+    # After the hello the serviceId is known: an error while authenticating clears it.
+    error = ApplicationError(
+        A,
+        ErrorKind.NETWORK,
+        0,
+        completed_handshake=False,
+        in_authentication=True,
+        service_id=SERVICE,
+    )
+    decision = classify(load_balanced(), error, 0)
+    assert decision.clear_pool is True and decision.service_id == SERVICE
+    assert decision.mark_unknown is None
 
 
 @pytest.mark.parametrize(("code", "clear"), [(91, True), (10107, False)])

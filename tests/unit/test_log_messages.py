@@ -29,40 +29,22 @@ from mongocore.core.events import (
 )
 from mongocore.errors import NetworkError, OperationFailure
 from mongocore.io import log_messages as lm
+from mongocore.io import structured_log
+from tests.log_capture import LogRecords, capture
 
 ADDRESS = Address("db1.example.com", 27017)
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    @property
-    def data(self) -> list[dict[str, Any]]:
-        found = [lm.structured_data(r) for r in self.records]
-        return [d for d in found if d is not None]
-
-
 @pytest.fixture
-def logger() -> Iterator[logging.Logger]:
+def records() -> Iterator[LogRecords]:
     # A private logger: the tests do not depend on the global logging configuration.
-    log = logging.getLogger("mongocore.topology.test-log-messages")
-    log.propagate = False
-    log.setLevel(logging.DEBUG)
-    yield log
-    for handler in list(log.handlers):
-        log.removeHandler(handler)
+    with capture("mongocore.topology.test-log-messages", propagate=False) as handler:
+        yield handler
 
 
 @pytest.fixture
-def records(logger: logging.Logger) -> Records:
-    handler = Records()
-    logger.addHandler(handler)
-    return handler
+def logger(records: LogRecords) -> logging.Logger:
+    return records.logger
 
 
 def description(kind: TopologyType) -> TopologyDescription:
@@ -76,7 +58,7 @@ def opened(tlog: lm.TopologyLogger) -> ObjectId:
     return topology_id
 
 
-def test_topology_and_server_messages(logger: logging.Logger, records: Records) -> None:
+def test_topology_and_server_messages(logger: logging.Logger, records: LogRecords) -> None:
     tlog = lm.TopologyLogger(logger=logger)
     publisher = EventPublisher(tlog.listeners())
     topology_id = ObjectId()
@@ -121,7 +103,7 @@ def test_topology_and_server_messages(logger: logging.Logger, records: Records) 
     assert texts[1].startswith(f"Description changed for topology with ID {topology_id}. ")
 
 
-def test_unix_socket_has_no_port(logger: logging.Logger, records: Records) -> None:
+def test_unix_socket_has_no_port(logger: logging.Logger, records: LogRecords) -> None:
     tlog = lm.TopologyLogger(logger=logger)
     topology_id = opened(tlog)
     socket = Address("/tmp/mongodb-27017.sock", None)
@@ -134,7 +116,7 @@ def test_unix_socket_has_no_port(logger: logging.Logger, records: Records) -> No
     assert "/tmp/mongodb-27017.sock in topology" in records.records[-1].getMessage()
 
 
-def test_heartbeat_messages(logger: logging.Logger, records: Records) -> None:
+def test_heartbeat_messages(logger: logging.Logger, records: LogRecords) -> None:
     tlog = lm.TopologyLogger(logger=logger)
     topology_id = opened(tlog)
     reply = {"isWritablePrimary": True, "connectionId": 42, "ok": 1.0}
@@ -186,7 +168,7 @@ def test_heartbeat_messages(logger: logging.Logger, records: Records) -> None:
 
 
 def test_server_failure_includes_labels_and_truncated_response(
-    logger: logging.Logger, records: Records
+    logger: logging.Logger, records: LogRecords
 ) -> None:
     tlog = lm.TopologyLogger(logger=logger, max_document_length=20)
     opened(tlog)
@@ -200,7 +182,7 @@ def test_server_failure_includes_labels_and_truncated_response(
 
 
 def test_reply_is_truncated_to_max_document_length(
-    logger: logging.Logger, records: Records
+    logger: logging.Logger, records: LogRecords
 ) -> None:
     tlog = lm.TopologyLogger(logger=logger, max_document_length=10)
     opened(tlog)
@@ -249,6 +231,19 @@ def test_max_document_length_settings(monkeypatch: pytest.MonkeyPatch) -> None:
         lm.set_max_document_length(-3)
 
 
+def test_shared_names_are_the_same_from_either_module() -> None:
+    # Code written against log_messages keeps working: one setting, one attribute.
+    for name in ("structured_data", "set_max_document_length", "document_json", "truncate"):
+        assert getattr(lm, name) is getattr(structured_log, name)
+    assert lm.DATA_ATTRIBUTE == structured_log.DATA_ATTRIBUTE == "mongocore_data"
+    assert issubclass(lm.TopologyLogger, structured_log.StructuredLogger)
+    previous = lm.set_max_document_length(17)
+    try:
+        assert structured_log.current_max_document_length() == 17
+    finally:
+        lm.set_max_document_length(previous)
+
+
 def test_disabled_logger_subscribes_nothing(logger: logging.Logger) -> None:
     logger.setLevel(logging.INFO)
     assert lm.topology_log_listeners(logger) == []
@@ -257,7 +252,7 @@ def test_disabled_logger_subscribes_nothing(logger: logging.Logger) -> None:
 
 
 def test_disabled_logger_builds_no_message(
-    logger: logging.Logger, records: Records, monkeypatch: pytest.MonkeyPatch
+    logger: logging.Logger, records: LogRecords, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tlog = lm.TopologyLogger(logger=logger)
     topology_id = opened(tlog)
@@ -278,12 +273,8 @@ def test_disabled_logger_builds_no_message(
 
 
 def test_client_subscribes_only_when_enabled() -> None:
-    topology_logger = logging.getLogger(lm.TOPOLOGY_LOGGER)
-    handler = Records()
-    saved = topology_logger.level
-    topology_logger.setLevel(logging.WARNING)
-    topology_logger.addHandler(handler)
-    try:
+    with capture(lm.TOPOLOGY_LOGGER, logging.WARNING) as handler:
+        topology_logger = handler.logger
         # No server is reachable here; the client never waits for one.
         with Client("mongodb://127.0.0.1:1/?connectTimeoutMS=100", heartbeatFrequencyMS=500):
             pass
@@ -296,6 +287,3 @@ def test_client_subscribes_only_when_enabled() -> None:
         assert messages[0] == lm.STARTING_TOPOLOGY_MONITORING
         assert messages[-1] == lm.STOPPED_TOPOLOGY_MONITORING
         assert {d["topologyId"] for d in handler.data} == {topology_id}
-    finally:
-        topology_logger.removeHandler(handler)
-        topology_logger.setLevel(saved)

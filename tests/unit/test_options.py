@@ -10,6 +10,7 @@ import pytest
 from mongocore.core.address import Address
 from mongocore.core.description.settings import TopologySettings
 from mongocore.core.options import ClientOptions
+from mongocore.core.uri import parse_uri
 from mongocore.errors import ConfigurationError, InvalidURI
 
 
@@ -62,7 +63,7 @@ def test_defaults() -> None:
         "w": None,
         "w_timeout_ms": None,
         "journal": None,
-        "max_adaptive_retries": 2,
+        "max_adaptive_retries": 0,
         "enable_overload_retargeting": False,
         "uuid_representation": None,
         "tz_aware": False,
@@ -83,7 +84,7 @@ def test_uri_options_become_typed_attributes() -> None:
         "&minPoolSize=3&maxIdleTimeMS=0&waitQueueTimeoutMS=5&maxConnecting=4"
         "&compressors=zlib&zlibCompressionLevel=9&authMechanism=SCRAM-SHA-256"
         "&authSource=admin&w=majority&wTimeoutMS=10&journal=true&readConcernLevel=local"
-        "&serverMonitoringMode=poll&maxAdaptiveRetries=0&enableOverloadRetargeting=true"
+        "&serverMonitoringMode=poll&maxAdaptiveRetries=0&enableOverloadRetargeting=false"
     )
     assert options.hosts == (Address("a", 1), Address("b", 2))
     assert (options.username, options.password, options.database) == ("u", "p", "mydb")
@@ -115,7 +116,37 @@ def test_uri_options_become_typed_attributes() -> None:
     assert options.read_concern_level == "local"
     assert options.server_monitoring_mode == "poll"
     assert options.max_adaptive_retries == 0
-    assert options.enable_overload_retargeting is True
+    assert options.enable_overload_retargeting is False
+
+
+@pytest.mark.parametrize(
+    ("uri", "kwargs", "named"),
+    [
+        ("mongodb://h/?maxAdaptiveRetries=2", {}, "maxAdaptiveRetries=2"),
+        ("mongodb://h/?enableOverloadRetargeting=true", {}, "enableOverloadRetargeting=true"),
+        ("mongodb://h", {"max_adaptive_retries": 1}, "maxAdaptiveRetries=1"),
+        ("mongodb://h", {"enableOverloadRetargeting": True}, "enableOverloadRetargeting=true"),
+    ],
+)
+def test_client_backpressure_options_are_refused_not_ignored(
+    uri: str, kwargs: dict[str, Any], named: str
+) -> None:
+    """Client backpressure is not implemented: a value asking for it is refused (a
+    client that took maxAdaptiveRetries=5 and did not retry would mislead), while
+    the parser still takes the options (the URI options suite) and the values that
+    describe what mongocore does are accepted."""
+    with pytest.raises(ConfigurationError, match=named):
+        ClientOptions.from_uri(uri, **kwargs)
+
+
+def test_client_backpressure_values_that_describe_mongocore_are_accepted() -> None:
+    options = ClientOptions.from_uri(
+        "mongodb://h/?maxAdaptiveRetries=0&enableOverloadRetargeting=false"
+    )
+    assert (options.max_adaptive_retries, options.enable_overload_retargeting) == (0, False)
+    assert parse_uri("mongodb://h/?maxAdaptiveRetries=3").options["maxAdaptiveRetries"] == 3
+    with pytest.raises(ConfigurationError, match="client backpressure"):
+        ClientOptions(max_adaptive_retries=3)
 
 
 def test_auth_source_defaults_to_the_uri_database() -> None:

@@ -28,49 +28,29 @@ from mongocore.core.events import (
 )
 from mongocore.errors import NetworkError, OperationFailure, PoolClearedError
 from mongocore.io import pool_log as pl
-from mongocore.io.log_messages import structured_data
 from mongocore.io.pool import Pool, PoolOptions
 from tests.fake_connection import FakeConnection
+from tests.log_capture import LogRecords, capture
 
 ADDRESS = Address("db1.example.com", 27017)
 TOPOLOGY_ID = ObjectId()
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    @property
-    def data(self) -> list[dict[str, Any]]:
-        found = [structured_data(r) for r in self.records]
-        return [d for d in found if d is not None]
+@pytest.fixture
+def records() -> Iterator[LogRecords]:
+    with capture("mongocore.connection.test-pool-log", propagate=False) as handler:
+        yield handler
 
 
 @pytest.fixture
-def logger() -> Iterator[logging.Logger]:
-    log = logging.getLogger("mongocore.connection.test-pool-log")
-    log.propagate = False
-    log.setLevel(logging.DEBUG)
-    yield log
-    for handler in list(log.handlers):
-        log.removeHandler(handler)
-
-
-@pytest.fixture
-def records(logger: logging.Logger) -> Records:
-    handler = Records()
-    logger.addHandler(handler)
-    return handler
+def logger(records: LogRecords) -> logging.Logger:
+    return records.logger
 
 
 COMMON = {"topologyId": TOPOLOGY_ID, "serverHost": "db1.example.com", "serverPort": 27017}
 
 
-def test_pool_messages(logger: logging.Logger, records: Records) -> None:
+def test_pool_messages(logger: logging.Logger, records: LogRecords) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger)
     options = {"maxPoolSize": 5, "minPoolSize": 1, "maxIdleTimeMS": 10000}
     clog.pool_created(PoolCreatedEvent(ADDRESS, options))
@@ -99,7 +79,7 @@ def test_pool_messages(logger: logging.Logger, records: Records) -> None:
     assert texts[4] == "Connection pool closed for db1.example.com:27017"
 
 
-def test_connection_and_checkout_messages(logger: logging.Logger, records: Records) -> None:
+def test_connection_and_checkout_messages(logger: logging.Logger, records: LogRecords) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger)
     clog.connection_check_out_started(ConnectionCheckOutStartedEvent(ADDRESS))
     clog.connection_created(ConnectionCreatedEvent(ADDRESS, 1))
@@ -143,14 +123,16 @@ def test_connection_and_checkout_messages(logger: logging.Logger, records: Recor
         ("poolClosed", "Connection pool was closed"),
     ],
 )
-def test_closed_reasons(logger: logging.Logger, records: Records, reason: str, text: str) -> None:
+def test_closed_reasons(
+    logger: logging.Logger, records: LogRecords, reason: str, text: str
+) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger)
     clog.connection_closed(ConnectionClosedEvent(ADDRESS, 2, reason))
     assert records.data[0]["reason"] == text
     assert "error" not in records.data[0]
 
 
-def test_errors_appear_with_their_reasons_only(logger: logging.Logger, records: Records) -> None:
+def test_errors_appear_with_their_reasons_only(logger: logging.Logger, records: LogRecords) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger, max_document_length=10)
     failure = OperationFailure("Authentication failed.", 18, {"ok": 0, "errmsg": "x" * 50})
     clog.connection_closed(ConnectionClosedEvent(ADDRESS, 3, "error", failure))
@@ -186,7 +168,7 @@ def test_errors_appear_with_their_reasons_only(logger: logging.Logger, records: 
     )
 
 
-def test_unix_socket_has_no_port(logger: logging.Logger, records: Records) -> None:
+def test_unix_socket_has_no_port(logger: logging.Logger, records: LogRecords) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger)
     clog.pool_ready(PoolReadyEvent(Address("/tmp/mongodb-27017.sock", None)))
     assert records.data == [
@@ -199,7 +181,7 @@ def test_unix_socket_has_no_port(logger: logging.Logger, records: Records) -> No
 
 
 def test_disabled_logger_builds_nothing(
-    logger: logging.Logger, records: Records, monkeypatch: pytest.MonkeyPatch
+    logger: logging.Logger, records: LogRecords, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clog = pl.ConnectionLogger(TOPOLOGY_ID, logger=logger)
     logger.setLevel(logging.INFO)
@@ -220,7 +202,7 @@ def test_disabled_logger_builds_nothing(
     assert len(pl.connection_log_listeners(TOPOLOGY_ID, logger)) == 1
 
 
-def test_a_pool_logs_an_establishment_error(logger: logging.Logger, records: Records) -> None:
+def test_a_pool_logs_an_establishment_error(logger: logging.Logger, records: LogRecords) -> None:
     error = NetworkError("connection closed during authentication")
 
     def connect(address: Address, generation: int, connection_id: int) -> FakeConnection:
@@ -273,13 +255,9 @@ def test_a_pool_logs_an_establishment_error(logger: logging.Logger, records: Rec
 
 
 def test_client_subscribes_only_when_enabled() -> None:
-    connection_logger = logging.getLogger(pl.CONNECTION_LOGGER)
-    handler = Records()
-    saved = connection_logger.level
-    connection_logger.setLevel(logging.WARNING)
-    connection_logger.addHandler(handler)
     uri = "mongodb://127.0.0.1:1/?connectTimeoutMS=100&maxPoolSize=7"
-    try:
+    with capture(pl.CONNECTION_LOGGER, logging.WARNING) as handler:
+        connection_logger = handler.logger
         # No server is reachable here; the client never waits for one.
         with Client(uri, heartbeatFrequencyMS=500):
             pass
@@ -291,6 +269,3 @@ def test_client_subscribes_only_when_enabled() -> None:
         assert messages[0] == pl.POOL_CREATED and messages[-1] == pl.POOL_CLOSED
         assert handler.data[0]["maxPoolSize"] == 7
         assert {d["topologyId"] for d in handler.data} == {topology_id}
-    finally:
-        connection_logger.removeHandler(handler)
-        connection_logger.setLevel(saved)

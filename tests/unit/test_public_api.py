@@ -305,15 +305,82 @@ def test_connect_must_be_a_bool() -> None:
 # --- import cost -------------------------------------------------------------------------
 
 
-def test_importing_mongocore_stays_cheap() -> None:
-    code = "import mongocore, sys; print('\\n'.join(sorted(sys.modules)))"
+def _modules_loaded_by(code: str) -> set[str]:
+    """The modules a fresh interpreter has loaded after running ``code``."""
+    code += "\nimport sys; print('\\n'.join(sorted(sys.modules)))"
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
-    loaded = set(result.stdout.split())
-    assert "mongocore.api.client" in loaded  # the check sees what the package imports
-    for heavy in ("mongocore.sim", "mongocore.cli", "mongocore.cli.view", "rich", "mongomock"):
-        assert heavy not in loaded, heavy
-        assert not any(name.startswith(heavy + ".") for name in loaded), heavy
+    return set(result.stdout.split())
+
+
+#: What the first client of a plain mongodb:// URI never needs: loaded on first use.
+NOT_FOR_A_PLAIN_CLIENT = (
+    "mongocore.sim",  # the simulator
+    "mongocore.cli",  # the command line, and rich, its optional view
+    "rich",
+    "mongomock",
+    "dns",  # SRV lookups (dnspython)
+    "mongocore.io.srv",
+    "ssl",  # TLS
+    "mongocore.io.tls",
+    "mongocore.io.auth",  # authentication: SCRAM (hmac, hashlib), X.509, ...
+    "mongocore.core.credentials",
+    "hmac",
+    "zlib",  # compressors
+    "zstandard",
+    "snappy",
+    "difflib",  # suggestions for mistyped option names
+    "json",  # extended JSON of log messages
+    "mongocore.api.database",  # the CRUD API: loaded with the first database
+    "mongocore.api.collection",
+    "mongocore.api.cursor",
+    "mongocore.api.bulk",
+    "mongocore.api.change_stream",
+)
+
+
+def _loaded(name: str, modules: set[str]) -> bool:
+    return name in modules or any(m.startswith(name + ".") for m in modules)
+
+
+def test_importing_mongocore_loads_only_its_version() -> None:
+    loaded = _modules_loaded_by("import mongocore")
+    assert {m for m in loaded if m.startswith("mongocore")} == {"mongocore", "mongocore._version"}
+
+
+def test_the_first_plain_client_loads_only_what_it_needs() -> None:
+    imported = _modules_loaded_by("from mongocore import MongoClient")
+    assert "mongocore.api.client" in imported  # the check sees what the import loads
+    # Dataclass processing waits for a class's first instance
+    # (mongocore.core.deferred_dataclass): importing compiles none of it.
+    assert "dataclasses" not in imported
+    constructed = _modules_loaded_by(
+        f"from mongocore import MongoClient\nMongoClient({NOWHERE!r}).close()"
+    )
+    assert imported <= constructed
+    for name in NOT_FOR_A_PLAIN_CLIENT:
+        assert not _loaded(name, constructed), name
+
+
+def test_what_a_plain_client_leaves_out_loads_on_first_use() -> None:
+    """The broken variant of the checks above: each lazily loaded part does load."""
+    code = (
+        "import mongocore\n"
+        "from mongocore.core.compression import available_compressors, compressor_for\n"
+        "from mongocore.core.option_names import nearest_name\n"
+        "client = mongocore.MongoClient("
+        f"{NOWHERE!r} + '&tls=true&tlsInsecure=true', username='u', password='p')\n"
+        "client['db']['coll'].find\n"
+        "available_compressors()\n"
+        "compressor_for('zlib').compress(b'x')\n"
+        "nearest_name('replicaSe', {'replicaSet': 'replicaSet'}, normalize=str.lower)\n"
+        "client.close()"
+    )
+    loaded = _modules_loaded_by(code)
+    for name in ("ssl", "mongocore.io.tls", "mongocore.io.auth", "hmac", "difflib"):
+        assert _loaded(name, loaded), name
+    for name in ("mongocore.api.database", "mongocore.api.collection", "zlib"):
+        assert _loaded(name, loaded), name
     # dnspython's resolver loads with the first mongodb+srv:// lookup, not before.
     assert "dns.resolver" not in loaded

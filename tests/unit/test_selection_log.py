@@ -18,54 +18,28 @@ from mongocore.core.description.types import TopologyType
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import ConfigurationError, ServerSelectionTimeoutError
 from mongocore.io import selection_log as sl
-from mongocore.io.log_messages import structured_data
+from tests.log_capture import LogRecords, capture
 from tests.unit.test_io_topology import A, B, make, primary
 
 TOPOLOGY_ID = ObjectId()
 
 
-class Records(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-    @property
-    def data(self) -> list[dict[str, Any]]:
-        found = [structured_data(r) for r in self.records]
-        return [d for d in found if d is not None]
+@pytest.fixture
+def records() -> Iterator[LogRecords]:
+    with capture("mongocore.serverSelection.test-selection-log", propagate=False) as handler:
+        yield handler
 
 
 @pytest.fixture
-def logger() -> Iterator[logging.Logger]:
-    log = logging.getLogger("mongocore.serverSelection.test-selection-log")
-    log.propagate = False
-    log.setLevel(logging.DEBUG)
-    yield log
-    for handler in list(log.handlers):
-        log.removeHandler(handler)
+def logger(records: LogRecords) -> logging.Logger:
+    return records.logger
 
 
 @pytest.fixture
-def records(logger: logging.Logger) -> Records:
-    handler = Records()
-    logger.addHandler(handler)
-    return handler
-
-
-@pytest.fixture
-def selection_records() -> Iterator[Records]:
+def selection_records() -> Iterator[LogRecords]:
     """Records of the real mongocore.serverSelection logger, enabled for DEBUG."""
-    target = logging.getLogger(sl.SERVER_SELECTION_LOGGER)
-    handler = Records()
-    saved = target.level
-    target.setLevel(logging.DEBUG)
-    target.addHandler(handler)
-    yield handler
-    target.removeHandler(handler)
-    target.setLevel(saved)
+    with capture(sl.SERVER_SELECTION_LOGGER) as handler:
+        yield handler
 
 
 def single() -> TopologyDescription:
@@ -90,7 +64,7 @@ def test_selector_names_every_component_of_the_read_preference() -> None:
     )
 
 
-def test_started_and_succeeded(logger: logging.Logger, records: Records) -> None:
+def test_started_and_succeeded(logger: logging.Logger, records: LogRecords) -> None:
     log = new_log(logger, operation="insert", operation_id=7)
     description = single()
     log.started(description)
@@ -122,7 +96,7 @@ def test_started_and_succeeded(logger: logging.Logger, records: Records) -> None
     )
 
 
-def test_waiting_is_logged_once_at_info(logger: logging.Logger, records: Records) -> None:
+def test_waiting_is_logged_once_at_info(logger: logging.Logger, records: LogRecords) -> None:
     log = new_log(logger, read_preference=ReadPreference(Mode.NEAREST), operation="find")
     log.waiting(single(), 1.5)
     log.waiting(single(), 0.5)
@@ -136,7 +110,9 @@ def test_waiting_is_logged_once_at_info(logger: logging.Logger, records: Records
     assert "Remaining time: 1500 ms." in records.records[0].getMessage()
 
 
-def test_failed_with_a_summary_or_the_whole_error(logger: logging.Logger, records: Records) -> None:
+def test_failed_with_a_summary_or_the_whole_error(
+    logger: logging.Logger, records: LogRecords
+) -> None:
     log = new_log(logger, operation="find", operation_id=3)
     error = ServerSelectionTimeoutError("No server matched ...; Servers:\n  a:27017: Unknown")
     log.failed(single(), error, "No server matched a writable server within 2 s")
@@ -157,7 +133,7 @@ def test_failed_with_a_summary_or_the_whole_error(logger: logging.Logger, record
 
 
 def test_info_logger_logs_only_the_waiting_message(
-    logger: logging.Logger, records: Records
+    logger: logging.Logger, records: LogRecords
 ) -> None:
     logger.setLevel(logging.INFO)
     log = new_log(logger)
@@ -168,7 +144,7 @@ def test_info_logger_logs_only_the_waiting_message(
 
 
 def test_disabled_logger_builds_nothing(
-    logger: logging.Logger, records: Records, monkeypatch: pytest.MonkeyPatch
+    logger: logging.Logger, records: LogRecords, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     logger.setLevel(logging.WARNING)
 
@@ -179,7 +155,7 @@ def test_disabled_logger_builds_nothing(
     assert sl.selection_log(TOPOLOGY_ID, None, logger=logger) is None
 
 
-def test_topology_logs_a_successful_selection(selection_records: Records) -> None:
+def test_topology_logs_a_successful_selection(selection_records: LogRecords) -> None:
     topology, _ = make()
     try:
         topology.on_server_check(ServerDescription.from_hello(A, primary(), 0.001))
@@ -200,7 +176,7 @@ def test_topology_logs_a_successful_selection(selection_records: Records) -> Non
     assert data[3]["selector"] == "ReadPreference(mode='primary')"
 
 
-def test_topology_logs_a_selection_timeout(selection_records: Records) -> None:
+def test_topology_logs_a_selection_timeout(selection_records: LogRecords) -> None:
     topology, _ = make((A, B), replica_set="rs", server_selection_timeout_ms=50)
     try:
         topology.on_server_check(ServerDescription.from_error(A, "connection refused"))
@@ -222,7 +198,7 @@ def test_topology_logs_a_selection_timeout(selection_records: Records) -> None:
     assert "connection refused" in data[2]["topologyDescription"]
 
 
-def test_selection_on_a_closed_topology_is_logged_as_failed(selection_records: Records) -> None:
+def test_selection_on_a_closed_topology_is_logged_as_failed(selection_records: LogRecords) -> None:
     topology, _ = make()
     topology.close()
     with pytest.raises(ServerSelectionTimeoutError):

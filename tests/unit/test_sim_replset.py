@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from bson import ObjectId
@@ -99,6 +100,42 @@ def test_partitioned_primary_steps_down(rs: ReplicaSet) -> None:
     assert old.role == SECONDARY
     assert rs.wait_for_primary() is not old
     rs.heal(old)
+
+
+def test_a_partitioned_primary_steps_down_before_it_drops_connections(
+    rs: ReplicaSet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catches: connections closed (or the listener closed) while the member is still
+    primary, so that a client which sees its connection drop can still find that
+    member primary (and a write blocked on it not yet interrupted)."""
+    old = rs.primary
+    assert old is not None
+    epoch = old.state_epoch
+    seen: list[tuple[str, str, bool]] = []
+
+    def recorder(name: str, original: Any) -> Any:
+        def record() -> None:
+            seen.append((name, old.role, old.state_epoch > epoch))
+            original()
+
+        return record
+
+    server = old.server
+    monkeypatch.setattr(server, "close_listener", recorder("listener", server.close_listener))
+    monkeypatch.setattr(
+        server, "close_connections", recorder("connections", server.close_connections)
+    )
+    rs.partition(old, "refuse")
+    assert seen == [("listener", SECONDARY, True), ("connections", SECONDARY, True)]
+    rs.heal(old)
+
+
+def test_a_bad_partition_mode_changes_nothing(rs: ReplicaSet) -> None:
+    old = rs.primary
+    assert old is not None
+    with pytest.raises(ValueError, match="partition mode"):
+        rs.partition(old, "cut")
+    assert rs.primary is old and old.partition_mode is None
 
 
 def test_reconfig_adds_and_removes_members(rs: ReplicaSet) -> None:

@@ -106,7 +106,8 @@ class _BulkWrite:
 
     def execute(self, *, single: bool = False) -> BulkWriteResult:
         collection = self.collection
-        acknowledged = collection.write_concern.acknowledged
+        # In a transaction every write is acknowledged: the commit has the write concern.
+        acknowledged = collection.write_concern.acknowledged or self.session.in_transaction
         try:
             for group in self._groups():
                 self._run_group(group)

@@ -12,27 +12,26 @@ operation runs through the executor of :mod:`mongocore.io.executor`.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from bson import ObjectId
 
 from mongocore.api.client_info import DeploymentInfo
 from mongocore.api.client_session import ClientSession, SessionOptions
-from mongocore.api.command_cursor import CommandCursor
-from mongocore.api.database import Database
-from mongocore.core import codec
+from mongocore.api.transaction_options import TransactionOptions
+from mongocore.api.watch import ClientWatch
+from mongocore.core import codec, deferred_dataclass
 from mongocore.core.address import Address
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import EventPublisher, Listener
 from mongocore.core.options import ClientOptions
 from mongocore.core.retry_policy import RetryKind, is_acknowledged
-from mongocore.core.selection.read_preference import Mode, ReadPreference
+from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
 from mongocore.driver_info import DriverInfo, DriverInfoList
 from mongocore.errors import (
     ConfigurationError,
@@ -40,12 +39,19 @@ from mongocore.errors import (
     MongoCoreError,
     NetworkError,
     OperationFailure,
+    ProtocolError,
     write_concern_error_from_reply,
 )
-from mongocore.io.auth import authenticator_for, in_authentication
 from mongocore.io.command_log import command_log_listeners
 from mongocore.io.command_monitoring import run_command
-from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
+from mongocore.io.connection import (
+    Cancellation,
+    Connection,
+    ConnectionSettings,
+    connect,
+    handshake_service_id,
+    in_authentication,
+)
 from mongocore.io.executor import AttemptContext, Command, Executor, Operation
 from mongocore.io.executor import apply_read_preference as _apply_read_preference
 from mongocore.io.log_messages import topology_log_listeners
@@ -53,11 +59,17 @@ from mongocore.io.monitor import Monitor, MonitorSettings
 from mongocore.io.pool import Pool, PoolOptions
 from mongocore.io.pool_log import connection_log_listeners
 from mongocore.io.sessions import ClusterClock, ServerSession, ServerSessionPool
-from mongocore.io.srv import DnsPythonResolver, Resolver, SrvPoller, options_with_seedlist
 from mongocore.io.topology import Server, Topology
 from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import expand_read_preference_keyword
 from mongocore.write_concern import WriteConcern
+
+if TYPE_CHECKING:
+    from mongocore.api.command_cursor import CommandCursor
+    from mongocore.api.database import Database
+    from mongocore.core.description.settings import TopologySettings
+    from mongocore.io.auth import Authenticator
+    from mongocore.io.srv import Resolver, SrvConfiguration, SrvPoller
 
 _log = logging.getLogger("mongocore.client")
 
@@ -68,7 +80,7 @@ END_SESSIONS_BATCH = 10_000
 END_SESSIONS_TIMEOUT = 2.0
 
 
-class Client(DeploymentInfo):
+class Client(DeploymentInfo, ClientWatch):
     """A client for one MongoDB deployment.
 
     ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
@@ -116,7 +128,7 @@ class Client(DeploymentInfo):
         options = expand_read_preference_keyword(options)
         # The one I/O the seed allows in a constructor: the initial SRV lookup
         # (nothing is looked up for a mongodb:// URI).
-        srv = options_with_seedlist(uri, resolver=srv_resolver, **options)
+        srv = _configuration(uri, srv_resolver, options)
         self._options = srv.options
         self._codec_options = codec.codec_options_for_client(self._options, codec_keywords)
         settings = srv.topology_settings
@@ -128,10 +140,10 @@ class Client(DeploymentInfo):
         # One list for every connection of this client: what append_metadata() adds
         # reaches the handshakes of pool and monitoring connections created afterwards.
         self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
-        self._connection_settings = dataclasses.replace(
+        self._connection_settings = deferred_dataclass.replace(
             ConnectionSettings.from_options(self._options), driver_info=self._driver_info
         )
-        self._authenticator = authenticator_for(self._options)
+        self._authenticator = _authenticator_for(self._options)
         self._pool_options = PoolOptions(
             max_pool_size=self._options.max_pool_size,
             min_pool_size=self._options.min_pool_size,
@@ -162,6 +174,8 @@ class Client(DeploymentInfo):
         self._executor = Executor(self, self._cluster_clock)
         self._topology.open()
         if srv.seedlist is not None:
+            from mongocore.io.srv import DnsPythonResolver, SrvPoller  # noqa: PLC0415
+
             self._srv_poller = SrvPoller(
                 srv.options.srv_host or "",
                 resolver=srv_resolver
@@ -204,6 +218,7 @@ class Client(DeploymentInfo):
                 generation=generation,
                 completed_handshake=False,
                 in_authentication=in_authentication(error),
+                service_id=handshake_service_id(error),
             )
 
         pool: Pool[Connection] = Pool(
@@ -272,7 +287,12 @@ class Client(DeploymentInfo):
 
     # --- databases and sessions -----------------------------------------------------------
 
+    # Database, Collection and the cursors load with the first database asked for:
+    # constructing a client does not need them (nor importing mongocore).
+
     def __getitem__(self, name: str) -> Database:
+        from mongocore.api.database import Database  # noqa: PLC0415
+
         return Database(self, name)
 
     def __getattr__(self, name: str) -> Database:
@@ -281,6 +301,8 @@ class Client(DeploymentInfo):
                 f"Client has no attribute {name!r}. To reach the database {name!r},"
                 f" use client[{name!r}]."
             )
+        from mongocore.api.database import Database  # noqa: PLC0415
+
         return Database(self, name)
 
     def get_database(
@@ -297,6 +319,8 @@ class Client(DeploymentInfo):
             name = self._options.database
             if not name:
                 raise ConfigurationError("No default database name defined or provided.")
+        from mongocore.api.database import Database  # noqa: PLC0415
+
         return Database(
             self,
             name,
@@ -321,15 +345,30 @@ class Client(DeploymentInfo):
             raise ConfigurationError("No default database name defined or provided.")
         return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
 
-    def start_session(self, *, causal_consistency: Optional[bool] = None) -> ClientSession:
+    def start_session(
+        self,
+        *,
+        causal_consistency: Optional[bool] = None,
+        default_transaction_options: Optional[TransactionOptions] = None,
+        snapshot: bool = False,
+    ) -> ClientSession:
         """Start an explicit session; end it with ``end_session()`` or a ``with`` block.
 
         No I/O happens here, and whether the deployment supports sessions is checked
         on first use. A session is for one thread at a time; use it within a minute
-        of starting it, or its server session may have gone stale.
+        of starting it, or its server session may have gone stale. ``snapshot=True``
+        starts a snapshot session (MongoDB 5.0+): its reads all see the data as of
+        its first read; it cannot be causally consistent.
+        ``default_transaction_options`` are the options of the session's transactions
+        that ``start_transaction()`` does not give.
         """
         self._check_open()
-        return ClientSession(self, SessionOptions(causal_consistency=causal_consistency))
+        options = SessionOptions(
+            causal_consistency=causal_consistency,
+            snapshot=snapshot,
+            default_transaction_options=default_transaction_options,
+        )
+        return ClientSession(self, options)
 
     def list_databases(
         self,
@@ -376,6 +415,8 @@ class Client(DeploymentInfo):
             if owned:
                 use.end_session()
         databases = [dict(d) for d in outcome.reply.get("databases", [])]
+        from mongocore.api.command_cursor import CommandCursor  # noqa: PLC0415
+
         return CommandCursor(self, outcome.address, databases, codec_options=self._codec_options)
 
     def list_database_names(
@@ -437,7 +478,8 @@ class Client(DeploymentInfo):
         writeConcernError is returned as it is, after SDAM has looked at it.
         """
         self._check_open()
-        rp = read_preference if read_preference is not None else ReadPreference(Mode.PRIMARY)
+        # One immutable instance for every command (selection caches per description).
+        rp = read_preference if read_preference is not None else PRIMARY
         owned = session is None
         use = ClientSession(self, implicit=True) if session is None else session
 
@@ -454,8 +496,12 @@ class Client(DeploymentInfo):
             retry=RetryKind.NONE,
             read_preference=rp,
             # An unacknowledged command never carries a session id.
-            acknowledged=not isinstance(write_concern, Mapping) or is_acknowledged(write_concern),
+            acknowledged=write_concern is None
+            or not isinstance(write_concern, Mapping)
+            or is_acknowledged(write_concern),
             timeout_ms=timeout_ms,
+            # Given here, it stands in a transaction (else the transaction's applies).
+            explicit_read_preference=read_preference is not None,
         )
         try:
             return self._executor.run(op).reply
@@ -473,7 +519,7 @@ class Client(DeploymentInfo):
         connection: Connection = pool.check_out()
         try:
             reply = run_command(connection, database, command, self._publisher)
-        except (NetworkError, OperationFailure) as exc:
+        except (NetworkError, ProtocolError, OperationFailure) as exc:
             self._topology.handle_connection_error(connection, exc)
             raise
         finally:
@@ -570,6 +616,37 @@ class Client(DeploymentInfo):
 
     def __hash__(self) -> int:
         return hash(self._eq_props())
+
+
+class _PlainConfiguration(NamedTuple):
+    """A mongodb:// URI's configuration: what options_with_seedlist gives, without it."""
+
+    options: ClientOptions
+    topology_settings: TopologySettings
+    seedlist: None = None
+
+
+def _configuration(
+    uri: str, resolver: Optional[Resolver], options: dict[str, Any]
+) -> Union[SrvConfiguration, _PlainConfiguration]:
+    """The client's options and topology settings. The SRV module (and DNS) load only
+    for a mongodb+srv:// URI; it parses the URI again, with the lookup."""
+    base = ClientOptions.from_uri(uri, **options)
+    if not base.is_srv:
+        return _PlainConfiguration(base, base.topology_settings)
+    from mongocore.io.srv import options_with_seedlist  # noqa: PLC0415
+
+    return options_with_seedlist(uri, resolver=resolver, **options)
+
+
+def _authenticator_for(options: ClientOptions) -> Optional[Authenticator]:
+    """The authentication hook the options ask for. The mechanisms (SCRAM's hashing,
+    X.509, ...) load only for a client given credentials."""
+    if options.username is None and options.auth_mechanism is None and options.password is None:
+        return None
+    from mongocore.io.auth import authenticator_for  # noqa: PLC0415
+
+    return authenticator_for(options)
 
 
 def _uri_of(uri_or_hosts: Union[str, Sequence[str], None]) -> str:

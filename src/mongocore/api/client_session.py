@@ -11,20 +11,24 @@ server sessions keep their transaction number, so every retryable write on one
 Sessions are not thread-safe: a ClientSession must be used by one thread at a time
 (the spec forbids detecting misuse). The pool is thread-safe.
 
-Spec: Driver Sessions ("ClientSession"), and the ``afterClusterTime`` of causally
-consistent reads.
+Spec: Driver Sessions ("ClientSession"), the ``afterClusterTime`` of causally
+consistent reads, and Snapshot Reads (``snapshot=True``: "Server Commands" and
+"Sending readConcern to the server on all commands").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64, Timestamp
 
-from mongocore.errors import InvalidOperation
+from mongocore.api.session_transactions import TransactionMixin
+from mongocore.api.transaction_options import TransactionOptions
+from mongocore.core.deferred_dataclass import dataclass
+from mongocore.errors import ConfigurationError, InvalidOperation
+from mongocore.io.pinning import TRANSACTION, PinnedConnection
 from mongocore.io.sessions import ServerSession, cluster_time_greater
 
 if TYPE_CHECKING:
@@ -35,15 +39,39 @@ if TYPE_CHECKING:
 class SessionOptions:
     """Options of an explicit session, fixed when it starts.
 
-    ``causal_consistency`` (default True for explicit sessions): reads in the session
-    carry ``readConcern.afterClusterTime`` of the session's last operation, so they
-    see that operation's writes even on a lagging secondary.
+    ``causal_consistency`` (default True for explicit sessions, False for snapshot
+    ones): reads in the session carry ``readConcern.afterClusterTime`` of the
+    session's last operation, so they see that operation's writes even on a lagging
+    secondary.
     """
 
     causal_consistency: Optional[bool] = None
+    #: Snapshot reads (Snapshot Reads spec): every command of the session carries
+    #: ``readConcern: {level: "snapshot"}``, and after the first find, aggregate or
+    #: distinct the ``atClusterTime`` its reply reported, so all reads see one point
+    #: in time. Needs MongoDB 5.0; exclusive with causal consistency.
+    snapshot: bool = False
+    #: The options of the session's transactions that start_transaction() does not
+    #: give (Transactions spec, "defaultTransactionOptions").
+    default_transaction_options: Optional[TransactionOptions] = None
+
+    def __post_init__(self) -> None:
+        if self.snapshot and self.causal_consistency:
+            raise ConfigurationError(
+                "snapshot reads do not support causal_consistency=True: pass one or the other"
+            )
 
 
-class ClientSession:
+_DEFAULT_OPTIONS: list[SessionOptions] = []
+
+
+def _default_options() -> SessionOptions:
+    if not _DEFAULT_OPTIONS:
+        _DEFAULT_OPTIONS.append(SessionOptions())
+    return _DEFAULT_OPTIONS[0]
+
+
+class ClientSession(TransactionMixin):
     """A client session: start one with ``client.start_session()``, pass it as
     ``session=`` to operations, end it with ``end_session()`` or a ``with`` block.
 
@@ -61,12 +89,19 @@ class ClientSession:
         implicit: bool = False,
     ) -> None:
         self._client = client
-        self._options = options or SessionOptions()
+        if options is None:
+            # Sessions without options (every implicit one) share one frozen instance.
+            options = _DEFAULT_OPTIONS[0] if _DEFAULT_OPTIONS else _default_options()
+        self._options = options
         self._implicit = implicit
         self._server_session: Optional[ServerSession] = None
         self._ended = False
         self._cluster_time: Optional[Mapping[str, Any]] = None
         self._operation_time: Optional[Timestamp] = None
+        #: Snapshot sessions: the atClusterTime of the first snapshot read's reply.
+        self._snapshot_time: Optional[Timestamp] = None
+        #: Load-balanced mode: the connection the transaction is pinned to.
+        self._pinned_connection: Optional[PinnedConnection] = None
 
     # --- the spec's members ----------------------------------------------------------
 
@@ -88,7 +123,7 @@ class ClientSession:
 
     @property
     def causal_consistency(self) -> bool:
-        if self._implicit:
+        if self._implicit or self._options.snapshot:
             return False
         value = self._options.causal_consistency
         return True if value is None else value
@@ -105,11 +140,6 @@ class ClientSession:
     @property
     def operation_time(self) -> Optional[Timestamp]:
         return self._operation_time
-
-    @property
-    def in_transaction(self) -> bool:
-        """Always False: mongocore runs no multi-document transactions."""
-        return False
 
     @property
     def txn_number(self) -> int:
@@ -136,9 +166,12 @@ class ClientSession:
             self._operation_time = operation_time
 
     def end_session(self) -> None:
-        """End the session, returning its server session to the pool. Idempotent."""
+        """End the session, returning its server session to the pool. Idempotent.
+        A transaction in progress is aborted first (errors ignored)."""
         if self._ended:
             return
+        self._end_transaction_for_session_end()
+        self._sync_pinned_connection()
         self._ended = True
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
@@ -193,10 +226,68 @@ class ClientSession:
     def _process_reply(self, reply: Mapping[str, Any]) -> None:
         """Advance cluster and operation time from a server's reply (ok or not)."""
         cluster_time = reply.get("$clusterTime")
-        if isinstance(cluster_time, Mapping) and isinstance(
-            cluster_time.get("clusterTime"), Timestamp
+        if (
+            cluster_time is not None
+            and isinstance(cluster_time, Mapping)
+            and isinstance(cluster_time.get("clusterTime"), Timestamp)
         ):
             self.advance_cluster_time(cluster_time)
         operation_time = reply.get("operationTime")
         if isinstance(operation_time, Timestamp):
             self.advance_operation_time(operation_time)
+        if self._options.snapshot and self._snapshot_time is None and reply.get("ok"):
+            self._snapshot_time = _at_cluster_time(reply)
+
+    # --- load-balanced transactions (Load Balancer spec, "Behaviour With Transactions")
+
+    def _pin_connection(self, held: PinnedConnection) -> None:
+        """The executor pinned the transaction's first connection (held for it)."""
+        self._pinned_connection = held
+
+    def _sync_pinned_connection(self) -> Optional[PinnedConnection]:
+        """The connection pinned to the session's transaction while the transaction
+        still pins it; one it no longer pins (the Transactions spec's "When to unpin",
+        which the transaction's state follows) goes back to the pool."""
+        held = self._pinned_connection
+        if held is None:
+            return None
+        transaction = self._transaction
+        if transaction is not None and transaction.pinned is not None:
+            return held
+        self._pinned_connection = None
+        held.release(TRANSACTION)
+        return None
+
+    # --- snapshot reads (Snapshot Reads spec) ----------------------------------------
+
+    def _apply_snapshot(self, body: dict[str, Any], max_wire_version: int) -> None:
+        """In a snapshot session, give the command ``readConcern: {level: "snapshot"}``
+        and, once known, the session's ``atClusterTime`` ("Sending readConcern to the
+        server on all commands": writes too, so the server refuses them). getMore and
+        killCursors continue a cursor, whose read concern was fixed when it opened."""
+        if not self._options.snapshot or next(iter(body), "") in _CURSOR_CONTINUATIONS:
+            return
+        if max_wire_version < SNAPSHOT_READS_WIRE_VERSION:
+            raise ConfigurationError("Snapshot reads require MongoDB 5.0 or later")
+        # A copy: the command's own readConcern may be the application's document.
+        read_concern = dict(body.get("readConcern") or {})
+        read_concern["level"] = "snapshot"
+        if self._snapshot_time is not None:
+            read_concern["atClusterTime"] = self._snapshot_time
+        body["readConcern"] = read_concern
+
+
+#: The first wire version (MongoDB 5.0) with snapshot reads outside transactions.
+SNAPSHOT_READS_WIRE_VERSION = 13
+
+_CURSOR_CONTINUATIONS = frozenset({"getMore", "killCursors"})
+
+
+def _at_cluster_time(reply: Mapping[str, Any]) -> Optional[Timestamp]:
+    """The snapshot's timestamp a 5.0+ server reports: in the cursor document of a
+    find or aggregate reply, at the top level of a distinct reply."""
+    cursor = reply.get("cursor")
+    value = cursor.get("atClusterTime") if isinstance(cursor, Mapping) else None
+    if value is None:
+        value = reply.get("atClusterTime")
+    return value if isinstance(value, Timestamp) else None

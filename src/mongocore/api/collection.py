@@ -15,7 +15,8 @@ which operations retry is decided in the collection modules, per the seeds'
   DeleteMany request. Each command sent (one per batch) has its own txnNumber.
 - retryable reads (when retryReads is on): find, find_one, aggregate without $out
   or $merge, distinct, count, count_documents, estimated_document_count,
-  list_databases, list_collections, list_indexes. getMore never retries.
+  list_databases, list_collections, list_indexes, and the aggregate of ``watch()``
+  (:mod:`mongocore.api.watch`). getMore never retries (a change stream resumes).
 - never retried: update_many, delete_many, aggregate with $out/$merge, index and
   collection management, and ``Database.command`` (the generic command method).
 
@@ -32,13 +33,14 @@ from mongocore.api.collection_indexes import CollectionIndexes
 from mongocore.api.collection_reads import CollectionReads
 from mongocore.api.collection_writes import CollectionWrites
 from mongocore.api.types import Document
+from mongocore.api.watch import CollectionWatch
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
 
-class Collection(CollectionWrites, CollectionReads, CollectionIndexes):
+class Collection(CollectionWrites, CollectionReads, CollectionIndexes, CollectionWatch):
     """A collection: ``client["db"]["coll"]`` or ``client.db.coll``. Thread-safe; makes
     no I/O until used. ``coll.sub`` (or ``coll["sub"]``) is the collection ``coll.sub``."""
 

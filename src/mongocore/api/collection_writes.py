@@ -73,7 +73,7 @@ class CollectionWrites(CollectionBase):
             build=build,
             session=session,
             retry=RetryKind.WRITE if retryable else RetryKind.NONE,
-            acknowledged=self._write_concern.acknowledged,
+            acknowledged=self._write_concern.acknowledged or session.in_transaction,
             timeout_ms=timeout_ms,
             operation_id=operation_id,
         )
@@ -437,7 +437,8 @@ class CollectionWrites(CollectionBase):
                 use.end_session()
         _raise_write_concern_error(reply)
         value = reply.get("value")
-        if not isinstance(value, Mapping) or not write_concern.acknowledged:
+        acknowledged = write_concern.acknowledged or use.in_transaction
+        if not isinstance(value, Mapping) or not acknowledged:
             # An unacknowledged (w=0) write's outcome is unknown, as pymongo has it.
             return None
         if self._decoding is None:

@@ -153,6 +153,7 @@ def _run_cursor_command(
                 retry=RetryKind.NONE,
                 read_concern=target.read_concern.document if read_concern else None,
                 timeout_ms=timeout_ms,
+                opens_cursor=True,
             )
             outcome = target._run(op)
         else:
@@ -165,6 +166,7 @@ def _run_cursor_command(
                 timeout_ms=timeout_ms,
                 retryable=retryable,
                 read_concern=read_concern,
+                opens_cursor=True,
             )
     except OperationFailure as exc:
         if owned:

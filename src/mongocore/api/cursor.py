@@ -246,6 +246,7 @@ class Cursor(FindModifiers, _CursorBase):
                 session,
                 read_preference=self._read_preference,
                 timeout_ms=self._timeout_ms,
+                opens_cursor=True,
             )
         except BaseException:
             self._killed = True

@@ -24,6 +24,7 @@ from mongocore.errors import (
     error_code,
 )
 from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.pinning import CURSOR, PinnedConnection
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -49,7 +50,9 @@ class _CursorBase:
     """A server cursor being read: the current batch, getMore, killCursors.
 
     An implicit session is held while the server cursor is open and returned to the
-    pool as soon as it is exhausted or closed.
+    pool as soon as it is exhausted or closed. Behind a load balancer the connection
+    that opened the cursor is held likewise (its getMore and killCursors go over it),
+    then checked back in.
     """
 
     def __init__(self, client: Client) -> None:
@@ -61,6 +64,8 @@ class _CursorBase:
         self._namespace: tuple[str, str] = ("", "")
         self._session: Optional[ClientSession] = None
         self._owned_session: Optional[ClientSession] = None
+        #: Load-balanced mode: the connection pinned to this cursor while it is open.
+        self._pinned: Optional[PinnedConnection] = None
         self._batch_size: Optional[int] = None
         self._limit = 0
         self._retrieved = 0
@@ -165,6 +170,7 @@ class _CursorBase:
             raise OperationFailure("the reply has no cursor document", None, reply)
         self._address = outcome.address
         self._operation_id = outcome.operation_id
+        self._pinned = outcome.pinned
         self._id = _cursor_id(cursor.get("id", 0))
         ns = cursor.get("ns")
         if isinstance(ns, str) and "." in ns:
@@ -172,9 +178,14 @@ class _CursorBase:
             self._namespace = (db, coll)
         else:
             self._namespace = namespace
+        self._batch_reply(cursor)
         self._set_batch(list(cursor.get("firstBatch") or []))
         if self._id == 0:
             self._release()
+
+    def _batch_reply(self, cursor: Mapping[str, Any]) -> None:
+        """Each reply's cursor document, before its batch is taken (a hook: a change
+        stream reads its postBatchResumeToken)."""
 
     def _set_batch(self, documents: list[Document]) -> None:
         if self._limit:
@@ -226,6 +237,7 @@ class _CursorBase:
             address=self._address,
             timeout_ms=self._timeout_ms,
             operation_id=self._operation_id,
+            pinned=self._pinned,
         )
         try:
             outcome = self._client._executor.run(op)
@@ -236,6 +248,7 @@ class _CursorBase:
             raise
         cursor = outcome.reply.get("cursor") or {}
         self._id = _cursor_id(cursor.get("id", 0))
+        self._batch_reply(cursor)
         self._set_batch(list(cursor.get("nextBatch") or []))
         if self._id == 0:
             self._release()
@@ -258,6 +271,7 @@ class _CursorBase:
             retry=RetryKind.NONE,
             address=self._address,
             operation_id=self._operation_id,
+            pinned=self._pinned,
         )
         # Best effort: the server times idle cursors out anyway.
         with contextlib.suppress(Exception):
@@ -265,6 +279,9 @@ class _CursorBase:
         self._id = 0
 
     def _release(self) -> None:
+        pinned, self._pinned = self._pinned, None
+        if pinned is not None:
+            pinned.release(CURSOR)
         owned, self._owned_session = self._owned_session, None
         if owned is not None:
             owned.end_session()

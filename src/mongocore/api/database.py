@@ -21,6 +21,7 @@ from mongocore.api.command_cursor import (
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
 from mongocore.api.target import _Target
 from mongocore.api.types import Document, Filter
+from mongocore.api.watch import DatabaseWatch
 from mongocore.core import codec
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from mongocore.api.client import Client
 
 
-class Database(_Target):
+class Database(_Target, DatabaseWatch):
     """A database of the deployment: ``client["name"]`` or ``client.name``;
     ``db["coll"]`` and ``db.coll`` are Collections (names starting with ``_`` only
     through ``db["_coll"]``)."""
@@ -206,6 +207,7 @@ class Database(_Target):
                 timeout_ms=timeout_ms,
                 retryable=False,
                 read_concern=False,
+                opens_cursor=True,
             )
             if not isinstance(outcome.reply.get("cursor"), Mapping):
                 raise InvalidOperation(f"the {name} command does not return a cursor")

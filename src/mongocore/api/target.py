@@ -77,7 +77,8 @@ class _Target:
     def _write_session(
         self, session: Optional[ClientSession], write_concern: WriteConcern
     ) -> ClientSession:
-        if session is not None and not write_concern.acknowledged:
+        # In a transaction the commit's write concern applies, never the target's.
+        if session is not None and not write_concern.acknowledged and not session.in_transaction:
             raise ConfigurationError(
                 "explicit sessions are incompatible with an unacknowledged write concern"
                 " (w=0): an unacknowledged write never carries a session id"
@@ -101,6 +102,7 @@ class _Target:
         timeout_ms: Optional[float],
         retryable: bool = True,
         read_concern: bool = True,
+        opens_cursor: bool = False,
     ) -> CommandOutcome:
         op = Operation(
             name=name,
@@ -111,6 +113,8 @@ class _Target:
             read_preference=read_preference or self._read_preference,
             read_concern=self._read_concern.document if read_concern else None,
             timeout_ms=timeout_ms,
+            explicit_read_preference=read_preference is not None,
+            opens_cursor=opens_cursor,
         )
         return self._run(op)
 

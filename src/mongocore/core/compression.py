@@ -17,8 +17,6 @@ into gigabytes (a "compression bomb").
 
 from __future__ import annotations
 
-import io
-import zlib
 from collections.abc import Iterable, Sequence
 from typing import Any, Optional, Union
 
@@ -60,15 +58,34 @@ UNCOMPRESSIBLE_COMMANDS = frozenset(
 )
 
 
+# The optional libraries load on first use, not with mongocore (most clients never
+# compress): until then their module attribute holds _UNLOADED; None means "not
+# installed".
+_UNLOADED: Any = object()
+_zstd: Any = _UNLOADED
+_snappy: Any = _UNLOADED
+
+
+def _zstd_module() -> Any:
+    global _zstd  # noqa: PLW0603 - a load-once cache
+    if _zstd is _UNLOADED:
+        _zstd = _import("zstandard")
+    return _zstd
+
+
+def _snappy_module() -> Any:
+    global _snappy  # noqa: PLW0603 - a load-once cache
+    if _snappy is _UNLOADED:
+        _snappy = _import("snappy")
+    return _snappy
+
+
 def _import(name: str) -> Any:
     try:
         return __import__(name)
     except ImportError:
         return None
 
-
-_zstd: Any = _import("zstandard")
-_snappy: Any = _import("snappy")
 
 _EXTRAS = {
     "zstd": ("zstandard", "mongocore[zstd]"),
@@ -78,9 +95,9 @@ _EXTRAS = {
 
 def available_compressors() -> tuple[str, ...]:
     """The compressors this installation can use, in the spec's table order."""
-    names = ["snappy"] if _snappy is not None else []
+    names = ["snappy"] if _snappy_module() is not None else []
     names.append("zlib")
-    if _zstd is not None:
+    if _zstd_module() is not None:
         names.append("zstd")
     return tuple(names)
 
@@ -138,9 +155,13 @@ class ZlibCompressor(Compressor):
         self.level = level
 
     def compress(self, data: Buffer) -> bytes:
+        import zlib  # noqa: PLC0415 - loaded with the first compressed message
+
         return zlib.compress(data, self.level)
 
     def decompress(self, data: Buffer, max_size: int) -> bytes:
+        import zlib  # noqa: PLC0415
+
         inflater = zlib.decompressobj()
         try:
             # One byte over the limit is enough to know the limit was exceeded.
@@ -159,13 +180,15 @@ class ZstdCompressor(Compressor):
     id = 3
 
     def __init__(self) -> None:
-        if _zstd is None:
+        if _zstd_module() is None:
             raise ConfigurationError(_missing("zstd"))
 
     def compress(self, data: Buffer) -> bytes:
         return bytes(_zstd.ZstdCompressor().compress(data))
 
     def decompress(self, data: Buffer, max_size: int) -> bytes:
+        import io  # noqa: PLC0415
+
         try:
             # A stream reader never trusts the frame's own content-size field.
             with _zstd.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data))) as reader:
@@ -182,7 +205,7 @@ class SnappyCompressor(Compressor):
     id = 1
 
     def __init__(self) -> None:
-        if _snappy is None:
+        if _snappy_module() is None:
             raise ConfigurationError(_missing("snappy"))
 
     def compress(self, data: Buffer) -> bytes:

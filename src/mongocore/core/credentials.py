@@ -32,9 +32,9 @@ too. Error messages never contain a user name, a password or a property value.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
+from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.errors import ConfigurationError
 
 if TYPE_CHECKING:

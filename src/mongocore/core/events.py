@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.topology import TopologyDescription, Transition
 from mongocore.core.description.types import ServerType, TopologyType
 

@@ -12,7 +12,6 @@ connection string: there an unknown name is an error (see
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import types
@@ -75,6 +74,8 @@ def nearest_name(
     ``names`` maps every accepted spelling (canonical names and aliases) to the name
     to suggest for it, so a typo of an alias finds the alias's suggestion.
     """
+    import difflib  # noqa: PLC0415 - only a mistyped name needs it
+
     by_normalized: dict[str, str] = {}
     for name, suggestion in names.items():
         by_normalized.setdefault(normalize(name), suggestion)

@@ -14,13 +14,12 @@ to document).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
 from mongocore.core.address import Address
 from mongocore.core.codec import CODEC_KEYWORDS
+from mongocore.core.deferred_dataclass import dataclass, field, fields
 from mongocore.core.description.settings import (
     DEFAULT_HEARTBEAT_FREQUENCY_MS,
     DEFAULT_LOCAL_THRESHOLD_MS,
@@ -46,7 +45,9 @@ DEFAULT_CONNECT_TIMEOUT_MS = 20_000
 DEFAULT_MAX_POOL_SIZE = 100
 DEFAULT_MAX_CONNECTING = 2
 DEFAULT_SRV_SERVICE_NAME = "mongodb"
-DEFAULT_MAX_ADAPTIVE_RETRIES = 2
+#: Client backpressure's adaptive retries are not implemented: none is what mongocore
+#: does, so 0 is the only value a client takes (see _refuse_backpressure).
+DEFAULT_MAX_ADAPTIVE_RETRIES = 0
 
 #: Canonical option name -> ClientOptions attribute.
 _ATTRIBUTES: Mapping[str, str] = {
@@ -197,8 +198,9 @@ class ClientOptions:
             if value is None:
                 continue
             validate_option(name, value)
-            if value != _DEFAULTS[attribute]:
+            if value != _field_defaults()[attribute]:
                 given[name] = value
+        _refuse_backpressure(self.max_adaptive_retries, self.enable_overload_retargeting)
         # minPoolSize is bounded by the effective maxPoolSize, default or not.
         given["maxPoolSize"] = self.max_pool_size
         # Presence rules for TLS options are checked where presence is known
@@ -296,7 +298,7 @@ class ClientOptions:
 
     def __repr__(self) -> str:
         parts = []
-        for f in dataclasses.fields(self):
+        for f in fields(self):
             if not f.repr:
                 continue
             value = getattr(self, f.name)
@@ -306,6 +308,25 @@ class ClientOptions:
                 ]
             parts.append(f"{f.name}={value!r}")
         return f"ClientOptions({', '.join(parts)})"
+
+
+def _refuse_backpressure(max_adaptive_retries: int, enable_overload_retargeting: bool) -> None:
+    """Client backpressure (retrying an overloaded server's errors with a budget and a
+    back-off, elsewhere if retargeting) is not implemented. The connection-string
+    parser takes its options, as the URI options spec asks; a client accepts only the
+    values that describe what it does (no adaptive retry, no retargeting) and refuses
+    the others rather than ignore them."""
+    asked = []
+    if max_adaptive_retries:
+        asked.append(f"maxAdaptiveRetries={max_adaptive_retries}")
+    if enable_overload_retargeting:
+        asked.append("enableOverloadRetargeting=true")
+    if asked:
+        raise ConfigurationError(
+            f"{', '.join(asked)}: client backpressure is not supported by mongocore;"
+            " remove the option (retries follow the retryable reads and writes rules,"
+            " see docs/retryability.md)"
+        )
 
 
 #: Keywords of :class:`mongocore.api.client.Client` that are Python objects, not
@@ -358,14 +379,20 @@ def _credential(name: str, value: object) -> Optional[str]:
     raise ConfigurationError(f"{name} must be a string")
 
 
+_DEFAULTS: dict[str, Any] = {}
+
+
 def _field_defaults() -> dict[str, Any]:
-    defaults: dict[str, Any] = {}
-    for f in dataclasses.fields(ClientOptions):
-        if f.default is not dataclasses.MISSING:
-            defaults[f.name] = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            defaults[f.name] = f.default_factory()
-    return defaults
+    """Each attribute's default, read from the dataclass fields on first use (at
+    import time ClientOptions is not yet processed: mongocore.core.deferred_dataclass)."""
+    if not _DEFAULTS:
+        from dataclasses import MISSING  # noqa: PLC0415 - loaded by fields() already
 
-
-_DEFAULTS = _field_defaults()
+        defaults: dict[str, Any] = {}
+        for f in fields(ClientOptions):
+            if f.default is not MISSING:
+                defaults[f.name] = f.default
+            elif f.default_factory is not MISSING:
+                defaults[f.name] = f.default_factory()
+        _DEFAULTS.update(defaults)
+    return _DEFAULTS

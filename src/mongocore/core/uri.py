@@ -28,18 +28,16 @@ error message.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 import types
-import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Optional
 
 from bson.codec_options import DatetimeConversion
 
 from mongocore.core.address import DEFAULT_PORT, Address
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.description.settings import DEFAULT_HEARTBEAT_FREQUENCY_MS, check_configuration
 from mongocore.core.option_names import (
     NOT_SUPPORTED,
@@ -520,6 +518,8 @@ def _decode(text: str, what: str) -> str:
             f"{what} has a '%' that is not followed by two hex digits: "
             "percent-encode a literal '%' as %25"
         )
+    import urllib.parse  # noqa: PLC0415 - only percent-encoded text needs it
+
     try:
         return urllib.parse.unquote(text, errors="strict")
     except UnicodeDecodeError:
@@ -542,6 +542,8 @@ def _parse_port(text: str, host_text: str) -> int:
 def _normalize_ipv6(literal: str) -> str:
     """The compressed, lower-case form, so one server has one address however it is
     written. IPv4-mapped addresses keep the dotted quad on every Python version."""
+    import ipaddress  # noqa: PLC0415 - only IP literals need it
+
     ip = ipaddress.IPv6Address(literal)
     mapped = ip.ipv4_mapped
     if mapped is not None and ip.scope_id is None:

@@ -35,7 +35,6 @@ import stringprep
 import threading
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Binary
@@ -49,6 +48,7 @@ from mongocore.core.credentials import (
     Credentials,
     credentials_for,
 )
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import AuthenticationError, ConfigurationError
 from mongocore.io.connection import Connection, in_authentication
 

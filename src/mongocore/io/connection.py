@@ -51,17 +51,16 @@ is never reused while another thread may still touch it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import logging
 import os
-import platform
 import socket
-import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, TypeVar, Union, runtime_checkable
 
 import bson
 
@@ -74,6 +73,7 @@ from mongocore.core.compression import (
     is_compressible,
     negotiate,
 )
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
 from mongocore.core.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
@@ -81,6 +81,7 @@ from mongocore.core.wire import (
     DEFAULT_MAX_WRITE_BATCH_SIZE,
     EXHAUST_ALLOWED,
     HEADER_SIZE,
+    MORE_TO_COME,
     QUERY_SECONDARY_OK,
     MsgHeader,
     OpMsg,
@@ -114,9 +115,9 @@ from mongocore.io.deadlines import (
     send_all,
     tls_handshake,
 )
-from mongocore.io.tls import ssl_context_for
 
 if TYPE_CHECKING:
+    import ssl
     from types import EllipsisType
 
     from mongocore.core.options import ClientOptions
@@ -218,7 +219,7 @@ class ConnectionSettings:
         ``zstandard``, snappy without ``python-snappy``) is left out of the handshake
         with a warning, as the compression spec treats compressors it cannot use.
         """
-        available = available_compressors()
+        available = available_compressors() if options.compressors else ()
         compressors = []
         for name in options.compressors:
             if name in available:
@@ -234,10 +235,23 @@ class ConnectionSettings:
             socket_timeout=_ms(options.socket_timeout_ms),
             app_name=options.app_name,
             load_balanced=options.load_balanced,
-            ssl_context=ssl_context_for(options),
+            ssl_context=_ssl_context_for(options) if options.tls else None,
             compressors=tuple(compressors),
             zlib_compression_level=options.zlib_compression_level,
         )
+
+
+def _ssl_context_for(options: ClientOptions) -> Optional[ssl.SSLContext]:
+    # TLS (and the ssl module) load only for clients that use it.
+    from mongocore.io.tls import ssl_context_for  # noqa: PLC0415
+
+    return ssl_context_for(options)
+
+
+def _is_ssl_error(exc: BaseException) -> bool:
+    # No TLS error can exist while the ssl module was never imported.
+    ssl_module = sys.modules.get("ssl")
+    return ssl_module is not None and isinstance(exc, ssl_module.SSLError)
 
 
 def _ms(value: Optional[int]) -> Optional[float]:
@@ -319,6 +333,8 @@ def _env_document(environ: Mapping[str, str], dockerenv: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _os_document() -> dict[str, str]:
+    import platform  # noqa: PLC0415 - read once per process, at the first handshake
+
     system = platform.system()
     name = system
     version = platform.release()
@@ -341,6 +357,8 @@ def _os_document() -> dict[str, str]:
 
 
 def _platform_string() -> str:
+    import platform  # noqa: PLC0415 - as in _os_document
+
     return f"{platform.python_implementation()} {platform.python_version()}"
 
 
@@ -426,7 +444,24 @@ def _handshake_command(settings: ConnectionSettings) -> dict[str, Any]:
 
 # --- authentication during establishment --------------------------------------------
 
+_E = TypeVar("_E", bound=BaseException)
+
 _IN_AUTHENTICATION = "_mongocore_in_authentication"
+_NOT_SENT = "_mongocore_request_not_sent"
+_HANDSHAKE_SERVICE_ID = "_mongocore_handshake_service_id"
+
+
+def request_not_sent(error: BaseException) -> bool:
+    """Did ``error`` end a command before its request was handed to the socket in
+    full? Then the server cannot have run it (a server never runs part of a message,
+    and the connection is closed)."""
+    return bool(getattr(error, _NOT_SENT, False))
+
+
+def _unless_sent(error: _E, sent: bool) -> _E:
+    if not sent:
+        setattr(error, _NOT_SENT, True)
+    return error
 
 
 def in_authentication(error: BaseException) -> bool:
@@ -437,6 +472,13 @@ def in_authentication(error: BaseException) -> bool:
     ``Topology.handle_error`` along with ``completed_handshake=False``.
     """
     return bool(getattr(error, _IN_AUTHENTICATION, False))
+
+
+def handshake_service_id(error: BaseException) -> Optional[Any]:
+    """The serviceId the hello of a connection that then failed to authenticate gave
+    (load-balanced mode only; None otherwise): pass it as ``service_id`` to
+    ``Topology.handle_error``, whose pool clear concerns that service alone."""
+    return getattr(error, _HANDSHAKE_SERVICE_ID, None)
 
 
 @runtime_checkable
@@ -548,6 +590,9 @@ class Connection:
         self.hello_ok = False
         self.max_wire_version = 0
         self.limits = SizeLimits()
+        # max_reply_size(self.limits...), computed again only when limits change.
+        self._reply_size_limits: Optional[SizeLimits] = None
+        self._max_reply_size = 0
         self.server_connection_id = None
         self.handshake_duration = 0.0
         self.speculative_authentication = None
@@ -588,7 +633,8 @@ class Connection:
 
     @property
     def tls(self) -> bool:
-        return isinstance(self._sock, ssl.SSLSocket)
+        ssl_module = sys.modules.get("ssl")
+        return ssl_module is not None and isinstance(self._sock, ssl_module.SSLSocket)
 
     @property
     def speculative_reply(self) -> Optional[dict[str, Any]]:
@@ -741,7 +787,8 @@ class Connection:
             )
         if request_id is None:
             request_id = next_request_id()
-        if self.supports_op_msg:
+        op_msg = self.max_wire_version >= OP_MSG_WIRE_VERSION  # supports_op_msg
+        if op_msg:
             command["$db"] = database
             data = encode_op_msg(
                 command,
@@ -772,7 +819,7 @@ class Connection:
             header,
             message,
             request_id,
-            expect_op_msg=self.supports_op_msg,
+            expect_op_msg=op_msg,
             exhaust_allowed=exhaust_allowed,
         )
         if check and reply.get("ok") != 1:
@@ -812,39 +859,59 @@ class Connection:
         ``timeout`` bounds the sending, then the reading of the whole reply; ``deadline``
         (and, while establishing, the establishment deadline) bounds everything.
         """
-        deadline = earliest(deadline, self._establishment_deadline)
-        now = time.monotonic()
-        if (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now):
-            # Nothing is sent: the connection stays as it was.
-            raise NetworkTimeout(
-                f"no time left for an operation on connection {self._id} to {self.address}",
-                address=self.address,
-            )
+        if self._establishment_deadline is not None:
+            deadline = earliest(deadline, self._establishment_deadline)
+        bounded = timeout is not None or deadline is not None
+        limit: Optional[float] = None  # unbounded: the socket blocks (the common case)
+        if bounded:
+            now = time.monotonic()
+            if (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now):
+                # Nothing is sent: the connection stays as it was.
+                raise _unless_sent(
+                    NetworkTimeout(
+                        f"no time left for an operation on connection {self._id} to {self.address}",
+                        address=self.address,
+                    ),
+                    False,
+                )
+            limit = earliest(deadline_after(timeout, now), deadline)
         step = "sending a message"
-        limit = earliest(deadline_after(timeout, now), deadline)
-        self._begin_io()
+        try:
+            self._begin_io()
+        except NetworkError as exc:
+            _unless_sent(exc, False)  # the connection was closed: nothing went out
+            raise
+        sent = data is None
         try:
             sock = self._sock
             if data is not None:
                 send_all(sock, data, limit)
+                sent = True
             step = "reading a reply"
-            limit = earliest(deadline_after(timeout), deadline)
+            if bounded:
+                limit = earliest(deadline_after(timeout), deadline)
             raw_header = self._recv_exactly(HEADER_SIZE, limit)
             header = unpack_header(raw_header)
-            max_size = max_reply_size(self.limits.max_message_size_bytes)
+            limits = self.limits
+            if limits is not self._reply_size_limits:
+                self._max_reply_size = max_reply_size(limits.max_message_size_bytes)
+                self._reply_size_limits = limits
+            max_size = self._max_reply_size
             check_header(header, max_size)
             body = self._recv_exactly(header.message_length - HEADER_SIZE, limit)
             message = decode_body(header, body, raw_header=raw_header, max_message_size=max_size)
         except socket.timeout as exc:
             self.close("error")
-            raise NetworkTimeout(
+            error: NetworkError = NetworkTimeout(
                 f"timed out {step} on connection {self._id} to {self.address}:"
                 f" {self._what_ran_out(timeout, limit, deadline)}",
                 address=self.address,
-            ) from exc
+            )
+            raise _unless_sent(error, sent) from exc
         except OSError as exc:
             self.close("error")
-            raise self._network_error(f"{exc.__class__.__name__}: {exc}") from exc
+            error = self._network_error(f"{exc.__class__.__name__}: {exc}")
+            raise _unless_sent(error, sent) from exc
         except ProtocolError as exc:
             self.close("error")
             raise ProtocolError(
@@ -853,10 +920,12 @@ class Connection:
             ) from exc
         except NetworkError as exc:
             self.close("error")
-            raise self._network_error(exc.message) from exc
-        except BaseException:
+            raise _unless_sent(self._network_error(exc.message), sent) from exc
+        except BaseException as exc:
             # Whatever else happened, the stream position is unknown: never reuse it.
             self.close("error")
+            if isinstance(exc, MongoCoreError):
+                _unless_sent(exc, sent)
             raise
         finally:
             self._end_io()
@@ -918,13 +987,13 @@ class Connection:
         elif expect_op_msg:
             if not isinstance(message, OpMsg):
                 problem = f"expected an OP_MSG reply, got opcode {header.op_code}"
-            elif message.more_to_come and not exhaust_allowed:
+            elif (more_to_come := bool(message.flag_bits & MORE_TO_COME)) and not exhaust_allowed:
                 problem = "moreToCome is set on a reply to a request that did not allow it"
             else:
                 reply = message.to_document() if message.sequences else message.body
-                if message.more_to_come:
+                if more_to_come:
                     self._stream_ids = (expected[0], header.request_id)
-                self._more_to_come = message.more_to_come
+                self._more_to_come = more_to_come
         elif not isinstance(message, OpReply):
             problem = f"expected an OP_REPLY, got opcode {header.op_code}"
         elif message.query_failure:
@@ -1043,31 +1112,44 @@ def _connect_one(
         _release(sock, cancellation)
         if cancellation is not None and cancellation.cancelled:
             raise NetworkError(f"connecting to {address} was cancelled", address=address) from exc
-        raise _overloaded(
-            NetworkError(f"could not connect to {address}: {exc}", address=address)
-        ) from exc
+        error = NetworkError(f"could not connect to {address}: {exc}", address=address)
+        if exc.errno in _NOTHING_LISTENS:
+            raise error from exc  # no server process there, so none that is overloaded
+        raise _overloaded(error) from exc
     except BaseException:
         _release(sock, cancellation)
         raise
+
+
+#: TCP connect errors that say no server process is there to be overloaded: nothing
+#: listens on the port (the server is down or was killed), or the host cannot be
+#: reached at all. An overloaded server still listens: it accepts and then drops or
+#: stalls connections, or leaves connection attempts unanswered (a timeout).
+_NOTHING_LISTENS = frozenset(
+    {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+)
 
 
 def _overloaded(error: NetworkError) -> NetworkError:
     """Label a network error or timeout met while establishing a connection (TCP,
     the I/O of the TLS handshake, hello) with the backpressure labels.
 
-    A server that sheds load refuses or drops new connections; the labels tell SDAM
+    A server that sheds load drops or stalls new connections; the labels tell SDAM
     not to mark it Unknown nor clear its pool, and tell callers the operation may be
-    tried again. Errors that cannot come from an overloaded server (DNS, certificate
-    checks, authentication, a cancelled establishment) are not labelled.
+    tried again. Errors that cannot come from an overloaded server (DNS, a refused or
+    unreachable TCP connect, certificate checks, authentication, a cancelled
+    establishment) are not labelled: SDAM marks the server Unknown for them.
     """
     error.add_error_label(SYSTEM_OVERLOADED_LABEL)
     error.add_error_label(RETRYABLE_ERROR_LABEL)
     return error
 
 
-def _tls_io_error(exc: ssl.SSLError) -> bool:
+def _tls_io_error(exc: BaseException) -> bool:
     """Is this TLS failure the connection's I/O (dropped, reset, closed) rather than
     the TLS exchange itself (certificate, host name, protocol version)?"""
+    import ssl  # noqa: PLC0415 - loaded already: exc is one of its errors
+
     return isinstance(exc, (ssl.SSLEOFError, ssl.SSLSyscallError, ssl.SSLZeroReturnError))
 
 
@@ -1139,6 +1221,9 @@ def connect(
                 hook(conn)
             except MongoCoreError as exc:
                 setattr(exc, _IN_AUTHENTICATION, True)
+                # Behind a load balancer the hello gave the serviceId whose pool an
+                # authentication error clears ("Error handling").
+                setattr(exc, _HANDSHAKE_SERVICE_ID, conn.service_id)
                 raise
             finally:
                 conn.speculative_authentication = None
@@ -1152,7 +1237,7 @@ def connect(
             sock.close()
         if cancelled and isinstance(exc, NetworkError):
             raise NetworkError(f"connecting to {address} was cancelled", address=address) from exc
-        if isinstance(exc, ssl.SSLError):
+        if _is_ssl_error(exc):
             error = NetworkError(f"TLS handshake with {address} failed: {exc}", address=address)
             raise (_overloaded(error) if _tls_io_error(exc) else error) from exc
         if isinstance(exc, socket.timeout):

@@ -19,9 +19,11 @@ doubles what it already received, so memory follows the bytes that actually came
 from __future__ import annotations
 
 import socket
-import ssl
 import time
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = [
     "FIRST_CHUNK",
@@ -73,7 +75,8 @@ def send_all(sock: socket.socket, data: _Buffer, deadline: Optional[float]) -> N
     total = len(view)
     sent = 0
     while sent < total:
-        _arm(sock, deadline)
+        if deadline is not None or sock.gettimeout() is not None:  # _arm's no-op inlined
+            _arm(sock, deadline)
         sent += sock.send(view[sent : sent + SEND_CHUNK])
 
 
@@ -90,7 +93,8 @@ def recv_exactly(sock: socket.socket, size: int, deadline: Optional[float]) -> m
         if received == len(buffer):
             # Full: at most double, never past the size claimed.
             buffer.extend(bytes(min(size, 2 * received) - received))
-        _arm(sock, deadline)
+        if deadline is not None or sock.gettimeout() is not None:  # as in send_all
+            _arm(sock, deadline)
         with memoryview(buffer) as view:
             count = recv_into(view[received:])
         if not count:

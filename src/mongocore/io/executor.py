@@ -13,10 +13,10 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.retry_policy import (
@@ -38,17 +38,29 @@ from mongocore.core.selection.read_preference import (
     ReadPreference,
     read_preference_for_server,
 )
+from mongocore.core.transaction_rules import (
+    TransactionEndPolicy,
+    label_transaction_error,
+    unpins,
+)
+from mongocore.core.transaction_state import END_COMMANDS, Transaction
+from mongocore.core.write_outcome import attempt_may_have_written
 from mongocore.errors import (
     ConfigurationError,
+    InvalidOperation,
     MongoCoreError,
     NetworkError,
     OperationFailure,
     PoolClearedError,
+    ProtocolError,
     ServerSelectionError,
     write_concern_error_from_reply,
 )
 from mongocore.io.command_monitoring import next_operation_id, run_command
+from mongocore.io.connection import request_not_sent
+from mongocore.io.pinning import CURSOR, TRANSACTION, PinnedConnection
 from mongocore.io.sessions import ClusterClock, newer_cluster_time
+from mongocore.io.transaction_commands import add_transaction_fields, prepare_operation
 
 if TYPE_CHECKING:
     from types import EllipsisType
@@ -65,9 +77,9 @@ if TYPE_CHECKING:
 _log = logging.getLogger("mongocore.retry")
 
 
-@dataclass(frozen=True)
-class AttemptContext:
-    """What an operation's command builder may look at for one attempt."""
+class AttemptContext(NamedTuple):
+    """What an operation's command builder may look at for one attempt (one per
+    attempt, so a NamedTuple: cheaper to build than a frozen dataclass)."""
 
     server: ServerDescription
     topology_type: TopologyType
@@ -114,17 +126,33 @@ class Operation:
     timeout_ms: Optional[float] = None
     address: Optional[Address] = None
     operation_id: Optional[int] = None
+    #: The read preference was given to the operation itself (not inherited): in a
+    #: transaction it is kept instead of the transaction's.
+    explicit_read_preference: bool = False
+    #: The command opens a server cursor (find, aggregate, listCollections, ...): in
+    #: load-balanced mode its connection stays pinned to the cursor (CommandOutcome's
+    #: ``pinned``) while the cursor is open.
+    opens_cursor: bool = False
+    #: Run on this pinned connection (a cursor's getMore and killCursors behind a load
+    #: balancer): no selection, no checkout, one attempt.
+    pinned: Optional[PinnedConnection] = None
     #: Filled in by the executor: the attempts made (commands sent or tried).
     attempts: int = field(default=0)
+    #: Filled in by the executor: a failed attempt may have applied the write.
+    may_have_written: bool = field(default=False)
 
 
 class CommandOutcome(NamedTuple):
-    """A successful command: its reply, and where it ran (cursors continue there)."""
+    """A successful command: its reply, and where it ran (cursors continue there).
+
+    ``pinned``: the connection a cursor-opening command left pinned to its cursor
+    (load-balanced mode, the cursor still open); the cursor releases it."""
 
     reply: dict[str, Any]
     address: Address
     server: ServerDescription
     operation_id: int
+    pinned: Optional[PinnedConnection] = None
 
 
 def apply_read_preference(
@@ -162,6 +190,21 @@ def apply_read_preference(
 
 #: Commands that take a readConcern (what the read operations send).
 _READ_CONCERN_COMMANDS = frozenset({"find", "aggregate", "distinct", "count"})
+#: Writes that carry afterClusterTime in a causally consistent session.
+_CAUSAL_WRITE_COMMANDS = frozenset(
+    {
+        "insert",
+        "update",
+        "delete",
+        "findAndModify",
+        "bulkWrite",
+        "create",
+        "createIndexes",
+        "drop",
+        "dropDatabase",
+        "dropIndexes",
+    }
+)
 
 
 # The executor's code, from here to the end of the module, is I/O: mutation testing
@@ -171,6 +214,8 @@ def _policy_for(
     operation: Operation, retry_reads: bool, retry_writes: bool, socket_timeout_ms_set: bool
 ) -> RetryPolicy:
     in_transaction = operation.session.in_transaction
+    if in_transaction and operation.retry is RetryKind.WRITE and operation.name in END_COMMANDS:
+        return TransactionEndPolicy()  # commit and abort: their own single retry
     if operation.address is not None or operation.retry is RetryKind.NONE:
         return SingleAttemptPolicy()
     if operation.retry is RetryKind.READ:
@@ -204,9 +249,33 @@ class Executor:
     # --- the loop ----------------------------------------------------------------------
 
     def run(self, op: Operation) -> CommandOutcome:
-        """Run ``op`` to its end: its reply, or the error the retry rules choose."""
+        """Run ``op`` to its end: its reply, or the error the retry rules choose.
+
+        The error of a retryable write operation (outside a transaction) says whether
+        the write may have been applied (:mod:`mongocore.core.write_outcome`).
+        """
+        reports_write = (
+            op.retry is RetryKind.WRITE
+            and not op.session.in_transaction
+            and op.name not in END_COMMANDS
+        )
+        try:
+            return self._run(op)
+        except MongoCoreError as exc:
+            if reports_write:
+                exc._set_write_outcome(op.may_have_written)
+            raise
+        finally:
+            # A transaction unpinned by this operation (its error, or a command outside
+            # it) gives its load-balanced connection back now.
+            op.session._sync_pinned_connection()
+
+    def _run(self, op: Operation) -> CommandOutcome:
         self._client._check_open()
         op.session._check_usable(self._client)
+        transaction = op.session._transaction_for(op.name)
+        if transaction is not None:
+            prepare_operation(op, transaction)
         timeout_ms = op.timeout_ms if op.timeout_ms is not None else self._default_timeout_ms
         policy = _policy_for(
             op,
@@ -216,6 +285,8 @@ class Executor:
         )
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         operation_id = op.operation_id if op.operation_id is not None else next_operation_id()
+        if op.pinned is not None:
+            return self._run_pinned(op, op.pinned, operation_id, deadline, transaction)
         txn_number: Optional[Any] = None
         failed_at: Optional[Address] = None
         retries = 0
@@ -224,12 +295,18 @@ class Executor:
             # Errors are raised outside the except clauses: the error the policy chooses
             # may be an earlier one, which the later error must not be chained to.
             selection_error: Optional[MongoCoreError] = None
+            # Load-balanced mode: the connection of the session's transaction, if any.
+            held = op.session._sync_pinned_connection()
             try:
-                server, sd = self._select(op, failed_at, deadline, operation_id)
+                server, sd = self._select(op, failed_at, deadline, operation_id, transaction)
             except MongoCoreError as exc:
                 selection_error = exc
             if selection_error is not None:
+                if transaction is not None:
+                    self._label(op, selection_error, 0, False)
                 raise policy.selection_failed(selection_error)
+            if transaction is not None and sd.type is ServerType.MONGOS:
+                transaction.pin(server.address)  # "Mongos Pinning"
             refusal = policy.server_selected(self._description_supports(op, sd))
             if refusal is not None:
                 raise refusal
@@ -237,7 +314,9 @@ class Executor:
             failure: Optional[MongoCoreError] = None
             expired = False
             try:
-                connection: Connection = pool.check_out(_remaining(deadline))
+                connection: Connection = (
+                    held.connection if held is not None else pool.check_out(_remaining(deadline))
+                )
             except MongoCoreError as exc:
                 failure = exc
             if failure is not None:
@@ -247,10 +326,15 @@ class Executor:
                 op.attempts += 1
                 outcome = policy.checkout_failed(failure)
             else:
+                pinned: Optional[PinnedConnection] = None
+                if held is None:
+                    held = _pin_transaction(op, transaction, sd, pool, connection)
                 try:
                     refusal = policy.connection_ready(self._connection_supports(op, sd, connection))
                     if refusal is None:
-                        if isinstance(policy, WritePolicy) and policy.adds_transaction_id:
+                        if transaction is not None:
+                            txn_number = op.session._transaction_number()
+                        elif isinstance(policy, WritePolicy) and policy.adds_transaction_id:
                             if txn_number is None:
                                 txn_number = op.session._next_txn_number()
                         else:
@@ -263,20 +347,26 @@ class Executor:
                             operation_id=operation_id,
                             txn_number=txn_number,
                             deadline=deadline,
+                            transaction=transaction,
                         )
-                        return CommandOutcome(reply, server.address, sd, operation_id)
+                        pinned = _pin_cursor(op, sd, pool, connection, reply, held=held)
+                        return CommandOutcome(reply, server.address, sd, operation_id, pinned)
                 except _DeadlineExpired:
                     expired = True
                 except MongoCoreError as exc:
                     self._after_failure(op, server, sd, connection, exc)
                     failure = exc
+                    op.may_have_written |= attempt_may_have_written(
+                        exc, request_sent=not request_not_sent(exc)
+                    )
                 except BaseException:
                     # Interrupted mid-command: the server may still be running it.
                     if connection.closed:
                         op.session._mark_dirty()
                     raise
                 finally:
-                    pool.check_in(connection)
+                    if pinned is None and held is None:
+                        pool.check_in(connection)
                 if expired:
                     raise policy.expired()
                 if failure is None:
@@ -303,6 +393,52 @@ class Executor:
                     if self.closing.wait(min(cap, first * 2 ** (retries - 2))):
                         raise failure
 
+    def _run_pinned(
+        self,
+        op: Operation,
+        pinned: PinnedConnection,
+        operation_id: int,
+        deadline: Optional[float],
+        transaction: Optional[Transaction],
+    ) -> CommandOutcome:
+        """Run ``op`` once on its pinned connection (Load Balancer spec, "Connection
+        Pinning"): no selection, no checkout; errors reach SDAM as on any connection,
+        and the holder (the cursor) releases the connection, closed or not."""
+        if pinned.checked_in:
+            raise InvalidOperation(
+                f"{op.name}: the connection pinned to this cursor was returned to the pool"
+            )
+        connection = pinned.connection
+        server = self._topology.get_server(pinned.address)
+        sd = self._topology.description.servers.get(pinned.address)
+        if server is None or sd is None:
+            raise ServerSelectionError(
+                f"the server {pinned.address} this operation must run on (where its"
+                " cursor lives) is no longer part of the topology"
+            )
+        op.attempts += 1
+        try:
+            reply = self._attempt(
+                op,
+                sd=sd,
+                connection=connection,
+                operation_id=operation_id,
+                txn_number=None if transaction is None else op.session._transaction_number(),
+                deadline=deadline,
+                transaction=transaction,
+            )
+        except MongoCoreError as exc:
+            self._after_failure(op, server, sd, connection, exc)
+            raise
+        except BaseException:
+            if connection.closed:
+                op.session._mark_dirty()
+            raise
+        opened = op.opens_cursor and _cursor_id_of(reply) != 0
+        if opened:
+            pinned.hold(CURSOR)  # a cursor opened on a transaction's connection
+        return CommandOutcome(reply, pinned.address, sd, operation_id, pinned if opened else None)
+
     # --- one attempt -------------------------------------------------------------------
 
     def _attempt(
@@ -314,6 +450,7 @@ class Executor:
         operation_id: int,
         txn_number: Optional[Any],
         deadline: Optional[float],
+        transaction: Optional[Transaction] = None,
     ) -> dict[str, Any]:
         session = op.session
         topology_type = self._topology.description.type
@@ -333,12 +470,25 @@ class Executor:
                     " (no logicalSessionTimeoutMinutes in its hello reply); run the"
                     " operation without session="
                 )
-        if op.read_concern is not None and next(iter(body)) in _READ_CONCERN_COMMANDS:
+        if transaction is not None:
+            add_transaction_fields(body, op.name, transaction, session)
+        elif op.read_concern is not None and next(iter(body)) in _READ_CONCERN_COMMANDS:
             read_concern = dict(op.read_concern)
             if session.causal_consistency and session.operation_time is not None:
                 read_concern["afterClusterTime"] = session.operation_time
             if read_concern and "readConcern" not in body:
                 body["readConcern"] = read_concern
+        elif (
+            session.causal_consistency
+            and session.operation_time is not None
+            and "readConcern" not in body
+            and "lsid" in body
+            and next(iter(body)) in _CAUSAL_WRITE_COMMANDS
+        ):
+            # Causal Consistency (newer spec): a write waits for the session's last
+            # operation too, so that it is ordered after what the session saw.
+            body["readConcern"] = {"afterClusterTime": session.operation_time}
+        session._apply_snapshot(body, connection.max_wire_version)
         if connection.max_wire_version >= RETRYABLE_WIRE_VERSION and "$clusterTime" not in body:
             cluster_time = newer_cluster_time(self._clock.value, session.cluster_time)
             if cluster_time is not None:
@@ -368,10 +518,17 @@ class Executor:
             deadline=deadline,
         )
         self._gossip(session, reply)
+        if transaction is not None:
+            transaction.reply(reply)
         error = write_concern_error_from_reply(reply)
         if error is not None:
             self._topology.handle_connection_error(connection, error)
-            if txn_number is not None:
+            if transaction is not None:
+                if op.name in END_COMMANDS:
+                    self._label(op, error, connection.max_wire_version, False)
+                    if error.has_error_label(RETRYABLE_WRITE_ERROR):
+                        raise error  # commit and abort send it again once
+            elif txn_number is not None:
                 self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
                 if is_retryable_write_error(error):
                     # Retry it like any retryable error; if retrying is not possible the
@@ -390,9 +547,10 @@ class Executor:
         """SDAM, the session, cluster time and labels, after an attempt failed."""
         if isinstance(error, OperationFailure):
             self._gossip(op.session, error.details)
-        if isinstance(error, NetworkError):
+        if isinstance(error, (NetworkError, ProtocolError)):
+            # The connection is closed; the server may still be running the command.
             op.session._mark_dirty()
-        if isinstance(error, (NetworkError, OperationFailure)):
+        if isinstance(error, (NetworkError, ProtocolError, OperationFailure)):
             self._topology.handle_connection_error(connection, error)
         self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
 
@@ -404,8 +562,17 @@ class Executor:
         failed_at: Optional[Address],
         deadline: Optional[float],
         operation_id: int,
+        transaction: Optional[Transaction] = None,
     ) -> tuple[Server, ServerDescription]:
         topology = self._topology
+        timeout = None
+        if deadline is not None:
+            limit = topology.settings.server_selection_timeout_ms / 1000.0
+            timeout = max(0.0, min(limit, deadline - time.monotonic()))
+        pinned = transaction.pinned if transaction is not None else None
+        if pinned is not None and op.address is None:
+            # Every command of a sharded transaction goes to the mongos of its first.
+            return topology.select_pinned(pinned, timeout=timeout)
         if op.address is not None:
             server = topology.get_server(op.address)
             sd = topology.description.servers.get(op.address)
@@ -418,10 +585,6 @@ class Executor:
         deprioritized: tuple[Address, ...] = ()
         if failed_at is not None and topology.description.type is TopologyType.SHARDED:
             deprioritized = (failed_at,)
-        timeout = None
-        if deadline is not None:
-            limit = topology.settings.server_selection_timeout_ms / 1000.0
-            timeout = max(0.0, min(limit, deadline - time.monotonic()))
         # The operation's name and id appear in the selection's log messages.
         return topology.select_server(
             op.read_preference,
@@ -456,8 +619,15 @@ class Executor:
     def _label(
         self, op: Operation, error: BaseException, max_wire_version: int, is_mongos: bool
     ) -> None:
-        """RetryableWriteError belongs to errors of clients with retryWrites on only."""
-        if not isinstance(error, MongoCoreError) or op.session.in_transaction:
+        """RetryableWriteError belongs to errors of clients with retryWrites on only;
+        in a transaction, the labels of :mod:`mongocore.core.transaction_rules`."""
+        if not isinstance(error, MongoCoreError):
+            return
+        transaction = op.session._transaction
+        if transaction is not None and transaction.active:
+            label_transaction_error(error, op.name, max_wire_version)
+            if unpins(error, op.name, max_wire_version):
+                transaction.unpin()
             return
         if not self._retry_writes:
             if isinstance(error, PoolClearedError):
@@ -479,6 +649,54 @@ class Executor:
 
 class _DeadlineExpired(Exception):
     """timeoutMS expired between two attempts, before the next one was sent."""
+
+
+def _cursor_id_of(reply: Mapping[str, Any]) -> int:
+    cursor = reply.get("cursor")
+    value = cursor.get("id") if isinstance(cursor, Mapping) else None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _pin_cursor(
+    op: Operation,
+    sd: ServerDescription,
+    pool: Any,
+    connection: Connection,
+    reply: Mapping[str, Any],
+    *,
+    held: Optional[PinnedConnection] = None,
+) -> Optional[PinnedConnection]:
+    """Behind a load balancer, a command that opened a cursor keeps its connection
+    for the cursor's getMore and killCursors (Load Balancer spec, "Behaviour With
+    Cursors"); elsewhere the connection goes back to the pool at once. ``held``: the
+    connection of the transaction the command ran in, which the cursor shares."""
+    if not op.opens_cursor or sd.type is not ServerType.LOAD_BALANCER:
+        return None
+    if _cursor_id_of(reply) == 0:
+        return None
+    pinned = held if held is not None else PinnedConnection(pool, connection)
+    pinned.hold(CURSOR)
+    return pinned
+
+
+def _pin_transaction(
+    op: Operation,
+    transaction: Optional[Transaction],
+    sd: ServerDescription,
+    pool: Any,
+    connection: Connection,
+) -> Optional[PinnedConnection]:
+    """Behind a load balancer a transaction keeps the connection of its first command
+    for all the others (Load Balancer spec, "Behaviour With Transactions"), and lets
+    it go by the Transactions spec's "When to unpin". A commit or abort that finds
+    nothing pinned (a retry after an unpinning error) pins nothing."""
+    if transaction is None or sd.type is not ServerType.LOAD_BALANCER or op.name in END_COMMANDS:
+        return None
+    held = PinnedConnection(pool, connection)
+    held.hold(TRANSACTION)
+    transaction.pin(connection.address)
+    op.session._pin_connection(held)
+    return held
 
 
 def _connection_supports_sessions(connection: Connection) -> bool:

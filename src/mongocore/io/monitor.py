@@ -44,12 +44,12 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Protocol
 
 from bson.int64 import Int64
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import (
     ServerDescription,
     TopologyVersion,

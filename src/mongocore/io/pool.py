@@ -57,10 +57,10 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Callable, Generic, NamedTuple, Optional, Protocol, TypeVar, Union
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.events import (
     ConnectionCheckedInEvent,
     ConnectionCheckedOutEvent,
@@ -196,7 +196,7 @@ class PoolOptions:
 
     def non_default_options(self) -> dict[str, Any]:
         """The options that differ from the defaults, by their spec names (PoolCreatedEvent)."""
-        defaults = _DEFAULT_OPTIONS
+        defaults = _default_options()
         names = (
             ("maxPoolSize", "max_pool_size"),
             ("minPoolSize", "min_pool_size"),
@@ -211,7 +211,15 @@ class PoolOptions:
         }
 
 
-_DEFAULT_OPTIONS = PoolOptions()
+_DEFAULT_OPTIONS: list[PoolOptions] = []
+
+
+def _default_options() -> PoolOptions:
+    # Built on first use: PoolOptions is a deferred dataclass, completed by its first
+    # instance (mongocore.core.deferred_dataclass), which importing must not make.
+    if not _DEFAULT_OPTIONS:
+        _DEFAULT_OPTIONS.append(PoolOptions())
+    return _DEFAULT_OPTIONS[0]
 
 
 # --- what the pool needs from a connection ----------------------------------------
@@ -333,7 +341,7 @@ class Pool(Generic[C]):
             )
         self._address = address
         self._connect = connect
-        self._options = options if options is not None else _DEFAULT_OPTIONS
+        self._options = options if options is not None else _default_options()
         self._publisher = publisher if publisher is not None else EventPublisher()
         self._listeners = self._publisher.pool_listeners
         self._cmap = bool(self._listeners)
@@ -362,6 +370,9 @@ class Pool(Generic[C]):
         self._available: list[C] = []  # a stack: most recently used on top
         self._in_use: dict[int, C] = {}
         self._interrupted: dict[int, C] = {}  # closed by the pool while in use
+        # Load Balancer Mode: in-use connections pinned to cursors and transactions
+        # (io/pinning.py), which the WaitQueueTimeoutError message counts apart.
+        self._pinned: dict[str, int] = {"cursor": 0, "transaction": 0}
         self._total = 0
         self._pending = 0
         self._waiters: deque[_Waiter] = deque()
@@ -456,7 +467,8 @@ class Pool(Generic[C]):
                     waiter = _Waiter()
                     self._waiters.append(waiter)
         finally:
-            self._finish(to_close)
+            if to_close or self._cmap:  # else _finish has nothing to do
+                self._finish(to_close)
         while result is None:
             assert waiter is not None
             to_close = []
@@ -580,12 +592,28 @@ class Pool(Generic[C]):
                 waiter.cond = threading.Condition(self._lock)
             waiter.cond.wait(remaining)
 
+    def note_pinned(self, kind: str, delta: int) -> None:
+        """A checked-out connection was pinned to (+1) or unpinned from (-1) a cursor or
+        a transaction (load-balanced mode; see io/pinning.py)."""
+        with self._lock:
+            self._pinned[kind] = self._pinned.get(kind, 0) + delta
+
     def _timeout_error(self, started: float) -> WaitQueueTimeoutError:
         waited_ms = (time.monotonic() - started) * 1000.0
         limit = "no limit" if self._max_pool_size == 0 else str(self._max_pool_size)
+        in_use = f"in use: {len(self._in_use)}"
+        if self._load_balanced:
+            # Load Balancer spec, "Connection Pool Management": who holds them.
+            cursors, transactions = self._pinned["cursor"], self._pinned["transaction"]
+            others = max(0, len(self._in_use) - cursors - transactions)
+            in_use = (
+                f"connections in use by cursors: {cursors}, connections in use by "
+                f"transactions: {transactions}, connections in use by other operations: "
+                f"{others}"
+            )
         return WaitQueueTimeoutError(
             f"Timed out while checking out a connection from connection pool {self._address} "
-            f"after {waited_ms:.0f} ms (maxPoolSize: {limit}, in use: {len(self._in_use)}, "
+            f"after {waited_ms:.0f} ms (maxPoolSize: {limit}, {in_use}, "
             f"being established: {self._pending}, requests waiting: {len(self._waiters)}, "
             f"maxConnecting: {self._max_connecting}); raise maxPoolSize or "
             "waitQueueTimeoutMS, or run fewer operations at once",
@@ -760,7 +788,8 @@ class Pool(Generic[C]):
                         f"{self._address} (checked in twice, or to the wrong pool)"
                     )
                 del self._in_use[conn_id]
-                self._emit_checked_in_locked(conn_id)
+                if self._cmap:
+                    self._emit_checked_in_locked(conn_id)
                 if self._state is PoolState.CLOSED:
                     reason: Optional[str] = ConnectionClosedReason.POOL_CLOSED
                 elif conn.closed:
@@ -774,9 +803,11 @@ class Pool(Generic[C]):
                     self._available.append(conn)
                 else:
                     self._discard_locked(conn, reason, to_close)
-                self._notify_head_locked()
+                if self._waiters:
+                    self._notify_head_locked()
         finally:
-            self._finish(to_close)
+            if to_close or self._cmap:  # as in check_out
+                self._finish(to_close)
 
     def _emit_checked_in_locked(self, connection_id: int) -> None:
         if self._cmap:

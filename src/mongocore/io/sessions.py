@@ -159,8 +159,11 @@ class ClusterClock:
         return self._value
 
     def advance(self, cluster_time: Any) -> None:
-        if not isinstance(cluster_time, Mapping) or not isinstance(
-            cluster_time.get("clusterTime"), Timestamp
+        # None first: a reply without $clusterTime skips the (slower) ABC check.
+        if (
+            cluster_time is None
+            or not isinstance(cluster_time, Mapping)
+            or not isinstance(cluster_time.get("clusterTime"), Timestamp)
         ):
             return
         with self._lock:

@@ -15,16 +15,15 @@ shell is :func:`resolve_seedlist`, :func:`options_with_seedlist` and the
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import threading
 import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field, replace
 from mongocore.core.description.settings import TopologySettings
 from mongocore.core.description.types import TopologyType
 from mongocore.core.options import ClientOptions
@@ -487,7 +486,7 @@ def merge_txt_options(
         for name, value in txt_options.items()
         if name not in given
     }
-    return dataclasses.replace(options, **changes) if changes else options
+    return replace(options, **changes) if changes else options
 
 
 def _options_in_uri(uri: str) -> set[str]:

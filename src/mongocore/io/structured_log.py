@@ -29,8 +29,6 @@ import os
 from collections.abc import Mapping
 from typing import Any, ClassVar, Optional
 
-from bson import json_util
-
 from mongocore.core.address import Address
 from mongocore.errors import MongoCoreError, OperationFailure
 
@@ -118,6 +116,8 @@ def truncate(text: str, max_length: int) -> str:
 
 def document_json(document: Mapping[str, Any], max_length: int) -> str:
     """A document as relaxed extended JSON, truncated to ``max_length``."""
+    from bson import json_util  # noqa: PLC0415 - only enabled log messages need it
+
     text = json_util.dumps(_plain(document), json_options=json_util.RELAXED_JSON_OPTIONS)
     return truncate(text, max_length)
 
@@ -162,6 +162,10 @@ def server_fields(data: dict[str, Any], address: Address) -> str:
     return address.host
 
 
+#: The component loggers by name (see StructuredLogger.enabled_logger).
+_LOGGERS: dict[str, logging.Logger] = {}
+
+
 class StructuredLogger:
     """The base of a component's logger: where its messages go and how they are sent.
 
@@ -195,7 +199,11 @@ class StructuredLogger:
     ) -> Optional[logging.Logger]:
         """``logger`` (by default the component's) if it is enabled for ``level`` now,
         else None: a client whose logging is off then builds no logger at all."""
-        target = logger if logger is not None else logging.getLogger(cls.LOGGER_NAME)
+        target = logger if logger is not None else _LOGGERS.get(cls.LOGGER_NAME)
+        if target is None:
+            # getLogger takes logging's module lock: asked once per name, not per call
+            # (it returns the same Logger for a name for the life of the process).
+            target = _LOGGERS.setdefault(cls.LOGGER_NAME, logging.getLogger(cls.LOGGER_NAME))
         return target if target.isEnabledFor(level) else None
 
     def _enabled(self, level: int = logging.DEBUG) -> bool:
@@ -206,4 +214,6 @@ class StructuredLogger:
         return {"message": message, "topologyId": self.topology_id}
 
     def _emit(self, text: str, data: dict[str, Any], level: int = logging.DEBUG) -> None:
-        self.logger.log(level, text, extra={DATA_ATTRIBUTE: data})
+        # stacklevel=2: the record names the component's method that built the message
+        # (its module, function and line), not this one.
+        self.logger.log(level, text, extra={DATA_ATTRIBUTE: data}, stacklevel=2)

@@ -34,7 +34,7 @@ from mongocore.core.description.topology import (
     apply_srv_hosts,
     remove_all,
 )
-from mongocore.core.description.types import TopologyType
+from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.events import (
     EventPublisher,
     SdamEvent,
@@ -49,6 +49,7 @@ from mongocore.errors import (
     NetworkTimeout,
     OperationFailure,
     PoolClearedError,
+    ProtocolError,
     ServerSelectionTimeoutError,
 )
 from mongocore.io.selection_log import SelectionLog, selection_log
@@ -157,7 +158,8 @@ class Topology:
             for address in initial.servers:
                 self._servers[address] = self._new_server(address)
             servers = list(self._servers.values())
-        self._publish(events_for_opening(self.topology_id, initial))
+        if self._publisher.has_sdam_listeners:
+            self._publish(events_for_opening(self.topology_id, initial))
         if initial.type is TopologyType.LOAD_BALANCED:
             (address,) = initial.servers
             self.on_server_check(ServerDescription.load_balancer(address))
@@ -181,7 +183,7 @@ class Topology:
             # Closing the client ends the operations in flight too: their connections
             # are closed now, not when checked in, so none waits on a silent server.
             self._stop(server, interrupt_in_use_connections=True)
-        if self._opened:
+        if self._opened and self._publisher.has_sdam_listeners:
             self._publish(events_for_closing(self.topology_id, transition))
 
     def _new_server(self, address: Address) -> Server:
@@ -441,6 +443,40 @@ class Topology:
                 )
                 self._selection_failed(log, description, error, summary)
 
+    def select_pinned(
+        self, address: Address, *, timeout: Optional[float] = None
+    ) -> tuple[Server, ServerDescription]:
+        """The server a session is pinned to (a sharded transaction's mongos), once it
+        is known: after an error marked it Unknown, its monitor checks it again at once.
+        Raises ServerSelectionTimeoutError after serverSelectionTimeoutMS (or
+        ``timeout`` seconds), or at once if it left the topology."""
+        if timeout is None:
+            timeout = self._settings.server_selection_timeout_ms / 1000.0
+        deadline = self._clock() + timeout
+        while True:
+            description = self._description
+            known = description.servers.get(address)
+            server = self._servers.get(address)
+            if known is None or server is None:
+                raise ServerSelectionTimeoutError(
+                    f"the server {address} this session is pinned to left the topology"
+                )
+            if known.type is not ServerType.UNKNOWN:
+                return server, known
+            with self._lock:
+                if self._closed:
+                    raise ServerSelectionTimeoutError("the client is closed")
+                if self._description is description:
+                    if server.monitor is not None:
+                        server.monitor.request_check()
+                    remaining = deadline - self._clock()
+                    if remaining <= 0:
+                        raise ServerSelectionTimeoutError(
+                            f"the server {address} this session is pinned to is unknown"
+                            f" after {timeout:g} s: {known.error or 'no reply'}"
+                        )
+                    self._condition.wait(remaining)
+
     @staticmethod
     def _selection_failed(
         log: Optional[SelectionLog],
@@ -467,7 +503,10 @@ def application_error(
     labels = frozenset(getattr(error, "error_labels", ()))
     if isinstance(error, NetworkTimeout):
         kind, reply = ErrorKind.TIMEOUT, None
-    elif isinstance(error, NetworkError):
+    elif isinstance(error, (NetworkError, ProtocolError)):
+        # A malformed reply is an error reading from the server, as the seed's "Network
+        # error when reading or writing" means it: the stream cannot be trusted, and a
+        # server (or what is in between) that garbles one reply may garble the next.
         kind, reply = ErrorKind.NETWORK, None
     elif isinstance(error, OperationFailure):
         kind, reply = ErrorKind.COMMAND, dict(error.details) or {"ok": 0, "errmsg": str(error)}

@@ -11,7 +11,7 @@ server logs a diff) with ``o2: {_id}``, ``d`` holds ``{_id}``, and ``c`` (on
 operation may also carry ``update``: what the statement applied (an update document,
 a pipeline or a replacement), as the simulator's own entries do for change streams.
 
-:func:`operation` turns one of the simulator's :class:`~mongocore.sim.store.OplogEntry`
+:func:`operation` turns one of the simulator's :class:`~mongocore.sim.oplog.OplogEntry`
 into such an operation and :func:`entries` turns an ``applyOps`` command back into
 entries (all at the transaction's optime), which is how a member's copy replays it.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 from bson import Int64
 
-from mongocore.sim.store import OplogEntry, OpTime
+from mongocore.sim.oplog import OplogEntry, OpTime
 
 __all__ = ["apply_ops_command", "entries", "operation"]
 

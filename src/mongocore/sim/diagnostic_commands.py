@@ -86,6 +86,7 @@ API_V1_COMMANDS = frozenset(
 def process_of(ctx: CommandContext) -> Process:
     """The process running the command (every server-side handler has one)."""
     if ctx.process is None:
+        # CommandNotSupported: a known command that cannot run where there is no process.
         raise CommandError(115, f"{ctx.name} is not supported here")
     return ctx.process
 

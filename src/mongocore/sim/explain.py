@@ -241,7 +241,7 @@ def _wrap(
 def _explain(ctx: CommandContext, name: str, inner: Mapping[str, Any], verbosity: str) -> Reply:
     coll_name = inner.get(name)
     if not isinstance(coll_name, str) or not coll_name:
-        raise CommandError(115, f"explain of {name} without a collection is not supported")
+        raise CommandError(238, f"explain of {name} without a collection is not supported")
     executed = verbosity != "queryPlanner"
     coll = _Collection(ctx, coll_name, with_docs=executed or EXPLAINABLE[name] == "write")
     shape, rest = _shape(name, inner)
@@ -255,7 +255,7 @@ def _explain(ctx: CommandContext, name: str, inner: Mapping[str, Any], verbosity
         and next(iter(s), "") in ("$collStats", "$currentOp", "$out", "$merge")
         for s in rest
     ):
-        raise CommandError(115, "explain of this pipeline is not supported by the simulator")
+        raise CommandError(238, "explain of this pipeline is not supported by the simulator")
     if name == "findAndModify":
         shape.limit = 1
     plan, rejected = choose_plans(coll.exists, coll.indexes, shape, allow_idhack=name != "distinct")

@@ -227,6 +227,7 @@ def describe_operations(process: Process) -> list[dict[str, Any]]:
 
 def _process(ctx: CommandContext) -> Process:
     if ctx.process is None:
+        # CommandNotSupported: a known command that cannot run where there is no process.
         raise CommandError(115, f"{ctx.name} is not supported here")
     return ctx.process
 

@@ -1,6 +1,6 @@
 """replSetGetStatus with the fields monitoring tools read.
 
-replset.py answers the set's state (members, states, optimes, term); this adds what a
+replset_report.py answers the set's state (members, states, optimes, term); this adds what a
 7.0 server reports next to it: each member's ``optimeDurable`` (the simulated storage
 is in memory, so durable is applied), wall times, ``syncSourceHost``/``syncSourceId``
 (a secondary syncs from the primary), ``configVersion``/``configTerm``, and for the
@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
+
+from mongocore.sim.replset_report import member_states
 
 if TYPE_CHECKING:
     from mongocore.sim.member import Member
@@ -87,7 +89,7 @@ def replica_set_status(
     replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]
 ) -> dict[str, Any]:
     """replSetGetStatus: the set's own answer, with the fields a 7.0 server adds."""
-    status = replica_set._cmd_get_status(member, cmd)
+    status = member_states(replica_set, member)
     now = status.get("date") or datetime.datetime.now(datetime.timezone.utc)
     by_id = {m.member_id: m for m in replica_set.members}
     for entry in status.get("members", []):

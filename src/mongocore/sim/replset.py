@@ -1,4 +1,5 @@
-"""A simulated replica set: members, elections, failover controls and the replSet* commands.
+"""A simulated replica set: members, elections and failover controls (its replSet*
+commands are replset_commands.py's; what its members report, replset_report.py's).
 
 Elections are not MongoDB's protocol (no heartbeats, no votes exchanged): the set
 decides centrally. A primary exists while a majority of the voting members is
@@ -13,7 +14,6 @@ member, which answers the awaitable hellos waiting on it.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import ssl
 import threading
@@ -21,10 +21,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
 
-from bson import Binary, Int64, ObjectId
-
+from mongocore.sim import replset_commands, replset_report
 from mongocore.sim.change_log import attach_change_log
-from mongocore.sim.codes import CommandError
 from mongocore.sim.member import (
     ARBITER,
     DOWN,
@@ -35,31 +33,13 @@ from mongocore.sim.member import (
     Member,
     MemberConfig,
 )
-from mongocore.sim.repl_status import replica_set_status
 from mongocore.sim.replication import new_view
+from mongocore.sim.replset_report import cluster_time_fields, election_id
 from mongocore.sim.security import Security, User
-from mongocore.sim.store import ZERO_OPTIME, DataStore, OpTime
+from mongocore.sim.store import DataStore, OpTime
 from mongocore.sim.transactions import TransactionTable
 
-__all__ = ["ReplicaSet", "cluster_time_fields"]
-
-_STATE_CODES = {PRIMARY: 1, SECONDARY: 2, STARTUP: 0, ARBITER: 7, DOWN: 8, REMOVED: 10}
-
-
-def election_id(term: int) -> ObjectId:
-    """The electionId of the primary elected in ``term``."""
-    return ObjectId(bytes.fromhex("7fffffff") + term.to_bytes(8, "big"))
-
-
-def cluster_time_fields(store: DataStore, optime: Optional[OpTime] = None) -> dict[str, Any]:
-    """``$clusterTime`` (with an all-zero signature: keys are not simulated) and operationTime."""
-    return {
-        "$clusterTime": {
-            "clusterTime": store.last_optime.ts,
-            "signature": {"hash": Binary(b"\x00" * 20, 0), "keyId": Int64(0)},
-        },
-        "operationTime": (optime or store.last_optime).ts,
-    }
+__all__ = ["ReplicaSet", "cluster_time_fields", "election_id"]
 
 
 def _member_configs(
@@ -334,12 +314,17 @@ class ReplicaSet:
 
     def partition(self, member: Member, mode: str = "refuse") -> None:
         """Cut the member off: "refuse" refuses connections, "drop" never answers."""
+        if mode not in ("refuse", "drop"):
+            raise ValueError(f"partition mode must be 'refuse' or 'drop', not {mode!r}")
         with self.cond:
             was_primary = member.role == PRIMARY
+            if was_primary:
+                # A primary that cannot see a majority steps down, and does so before
+                # its connections drop: a client that sees its connection closed or
+                # refused then finds no primary there, lock or not (as kill() does).
+                self._step_down_locked(member, 0.0)
             member._partition(mode)
             if was_primary:
-                # A primary that cannot see a majority steps down.
-                self._step_down_locked(member, 0.0)
                 self._schedule_election_locked(None)
             self._after_change_locked()
 
@@ -505,189 +490,18 @@ class ReplicaSet:
                 self._election_due = None
                 self._run_election_locked()
 
-    # -- what members report -----------------------------------------------------------
+    # -- what members report (replset_report.py) ----------------------------------------
 
     def replica_set_hello(self, member: Member) -> dict[str, Any]:
-        visible = [m for m in self.members if not m.hidden]
-        doc: dict[str, Any] = {
-            "hosts": [m.host for m in visible if not m.arbiter and m.priority > 0],
-        }
-        passives = [m.host for m in visible if not m.arbiter and m.priority == 0]
-        if passives:
-            doc["passives"] = passives
-        arbiters = [m.host for m in visible if m.arbiter]
-        if arbiters:
-            doc["arbiters"] = arbiters
-        doc["setName"] = self.name
-        doc["setVersion"] = self.set_version
-        doc["secondary"] = member.role == SECONDARY
-        primary = self.primary
-        if primary is not None and member.partition_mode is None:
-            doc["primary"] = primary.host
-        if member.arbiter:
-            doc["arbiterOnly"] = True
-        if member.priority == 0 and not member.arbiter:
-            doc["passive"] = True
-        if member.hidden:
-            doc["hidden"] = True
-        if member.config.tags:
-            doc["tags"] = dict(member.config.tags)
-        doc["me"] = member.host
-        if member.role == PRIMARY:
-            doc["electionId"] = election_id(self.term)
-        if not member.arbiter:
-            last_write = self.last_write(member)
-            if last_write is not None:
-                doc["lastWrite"] = last_write
-        return doc
+        return replset_report.hello_fields(self, member)
 
     def last_write(self, member: Member) -> Optional[dict[str, Any]]:
-        applied = member.applied_optime()
-        majority = self._majority_optime()
-        return {
-            "opTime": applied.to_document(),
-            "lastWriteDate": applied.wall_datetime,
-            "majorityOpTime": majority.to_document(),
-            "majorityWriteDate": majority.wall_datetime,
-        }
-
-    def _majority_optime(self) -> OpTime:
-        voters = [m for m in self.members if m.config.votes]
-        needed = len(voters) // 2 + 1
-        applied = sorted(
-            (m.applied_optime() for m in voters if not m.arbiter),
-            key=lambda o: o.ts,
-            reverse=True,
-        )
-        return applied[needed - 1] if len(applied) >= needed else ZERO_OPTIME
+        return replset_report.last_write(self, member)
 
     # -- replSet* commands -------------------------------------------------------------
 
     def replica_set_command(
         self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
     ) -> Optional[dict[str, Any]]:
-        handler = _REPLSET_COMMANDS.get(name)
-        if handler is None:
-            return None
-        if db != "admin":
-            raise CommandError(13, f"{name} may only be run against the admin database.")
-        if not self.initiated and name != "replSetInitiate":
-            raise CommandError(94, "no replset config has been received")
-        return handler(self, member, cmd)
-
-    def _cmd_get_status(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        now = datetime.datetime.now(datetime.timezone.utc)
-        entries = []
-        for m in self.members:
-            applied = m.applied_optime() if not m.arbiter else ZERO_OPTIME
-            up = m.alive and (m is member or m.partition_mode is None)
-            entry: dict[str, Any] = {
-                "_id": m.member_id,
-                "name": m.host,
-                "health": 1.0 if up else 0.0,
-                "state": _STATE_CODES[m.role] if up else 8,
-                "stateStr": m.role if up else "(not reachable/healthy)",
-                "uptime": int(time.monotonic() - m.started_at) if up else 0,
-            }
-            if not m.arbiter:
-                entry["optime"] = applied.to_document()
-                entry["optimeDate"] = applied.wall_datetime
-            if m.role == PRIMARY:
-                entry["electionId"] = election_id(self.term)
-            if m is member:
-                entry["self"] = True
-            entries.append(entry)
-        return {
-            "set": self.name,
-            "date": now,
-            "myState": _STATE_CODES[member.role],
-            "term": Int64(self.term),
-            "heartbeatIntervalMillis": Int64(2000),
-            "majorityVoteCount": self._votes(self.members) // 2 + 1,
-            "members": entries,
-            "ok": 1.0,
-        }
-
-    def _cmd_step_down(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        if member.role != PRIMARY:
-            raise CommandError(10107, "not primary so can't step down")
-        secs = cmd.get("replSetStepDown", 60)
-        if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs <= 0:
-            raise CommandError(2, f"stepdown period must be a positive number, got {secs!r}")
-        # The server waits 10 seconds for a secondary to catch up, none when forced.
-        catch_up = cmd.get("secondaryCatchUpPeriodSecs", 0 if cmd.get("force") else 10)
-        if isinstance(catch_up, (int, float)) and catch_up > secs:
-            raise CommandError(2, "stepdown period must be longer than secondaryCatchUpPeriodSecs")
-        now = time.monotonic()
-        if not cmd.get("force") and not any(
-            self._electable(m, now) for m in self.members if m is not member
-        ):
-            raise CommandError(
-                262, "No electable secondaries caught up as of the stepdown deadline"
-            )
-        self._step_down_locked(member, float(secs))
-        self._schedule_election_locked(None)
-        return {"ok": 1.0}
-
-    def _cmd_freeze(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        secs = cmd.get("replSetFreeze", 0)
-        if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs < 0:
-            raise CommandError(2, f"replSetFreeze takes a number of seconds, got {secs!r}")
-        if member.role == PRIMARY:
-            raise CommandError(
-                95, "cannot freeze node when primary or running for election. state: Primary"
-            )
-        reply: dict[str, Any] = {}
-        if secs == 0:
-            member.frozen_until = 0.0
-            reply["info"] = "unfreezing"
-            if self.primary is None:
-                self._schedule_election_locked(None)
-        else:
-            member.frozen_until = time.monotonic() + float(secs)
-        reply["ok"] = 1.0
-        return reply
-
-    def _cmd_get_config(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        members = [
-            {
-                "_id": m.member_id,
-                "host": m.host,
-                "arbiterOnly": m.arbiter,
-                "buildIndexes": True,
-                "hidden": m.hidden,
-                "priority": float(m.priority),
-                "tags": dict(m.config.tags),
-                "secondaryDelaySecs": Int64(0),
-                "votes": m.config.votes,
-            }
-            for m in self.members
-        ]
-        return {
-            "config": {
-                "_id": self.name,
-                "version": self.set_version,
-                "term": self.term,
-                "members": members,
-                "protocolVersion": Int64(1),
-                "writeConcernMajorityJournalDefault": True,
-                "settings": {"electionTimeoutMillis": int(self.election_delay * 1000)},
-            },
-            "ok": 1.0,
-        }
-
-    def _cmd_initiate(self, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-        if self.initiated:
-            raise CommandError(23, "already initialized")
-        self._initiate_locked()
-        return {"ok": 1.0}
-
-
-_REPLSET_COMMANDS: dict[str, Callable[[ReplicaSet, Member, Mapping[str, Any]], dict[str, Any]]] = {
-    # The set's answer with the fields a server adds (sim/repl_status.py).
-    "replSetGetStatus": replica_set_status,
-    "replSetStepDown": ReplicaSet._cmd_step_down,
-    "replSetFreeze": ReplicaSet._cmd_freeze,
-    "replSetGetConfig": ReplicaSet._cmd_get_config,
-    "replSetInitiate": ReplicaSet._cmd_initiate,
-}
+        """A replSet* command (replset_commands.py); None for any other command."""
+        return replset_commands.run(self, member, name, db, cmd)

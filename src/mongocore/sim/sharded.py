@@ -27,11 +27,13 @@ from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import STATE_CHANGE_CODES, CommandError
 from mongocore.sim.command_table import COMMANDS
 from mongocore.sim.commands import aggregate_writes, build_info
+from mongocore.sim.load_balancer import Balancer
 from mongocore.sim.member import HELLO_NAMES, Member, Outcome, Process
 from mongocore.sim.replset import ReplicaSet, cluster_time_fields
 from mongocore.sim.router_commands import routed_reply, router_reply
 from mongocore.sim.security import Security, User
 from mongocore.sim.server import Connection
+from mongocore.sim.snapshot_reads import check_snapshot_read
 from mongocore.sim.store import OpTime
 from mongocore.sim.transaction_router import TransactionRouter
 from mongocore.sim.transactions import SESSION_END_COMMANDS, is_transaction_command
@@ -98,6 +100,7 @@ class Mongos(Process):
             return Outcome(reply)
         if is_transaction_command(name, cmd):
             return Outcome(self._run_transaction(conn, name, db, cmd))
+        check_snapshot_read(name, cmd, supported=True)
         local = router_reply(self, name, db, cmd)
         if local is not None:
             self.cluster.decorate(local)
@@ -378,11 +381,18 @@ class ShardedCluster:
 
 
 class LoadBalanced(ShardedCluster):
-    """One mongos behind a (simulated) load balancer; connect with ``loadBalanced=true``."""
+    """A mongos behind a (simulated) load balancer; connect with ``loadBalanced=true``.
+
+    ``uri`` reaches the first mongos alone (a balancer in front of one mongos behaves
+    as that mongos). With ``mongoses`` > 1, ``balancer`` is a load balancer in front
+    of all of them (sim/load_balancer.py) and ``balancer_uri`` its connection string:
+    each connection reaches one mongos, round robin, with that mongos's serviceId.
+    """
 
     def __init__(
         self,
         *,
+        mongoses: int = 1,
         shard_members: int = 3,
         election_delay: float = 0.2,
         shard_wait: float = 10.0,
@@ -392,6 +402,8 @@ class LoadBalanced(ShardedCluster):
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
     ) -> None:
+        if mongoses < 1:
+            raise ValueError("a load-balanced deployment needs at least one mongos")
         super().__init__(
             1,
             shard_members=shard_members,
@@ -404,7 +416,41 @@ class LoadBalanced(ShardedCluster):
             users=users,
             compressors=compressors,
         )
+        self.mongoses.extend(Mongos(self, i, 0, True) for i in range(1, mongoses))
+        self.balancer: Optional[Balancer] = None
+        if mongoses > 1:
+            self.balancer = Balancer("load-balancer", self.mongoses, self.security)
 
     @property
     def mongos(self) -> Mongos:
         return self.mongoses[0]
+
+    @property
+    def balancer_host(self) -> str:
+        """The balancer's address (the first mongos's when there is one mongos)."""
+        return self.balancer.host if self.balancer is not None else self.mongos.host
+
+    @property
+    def balancer_uri(self) -> str:
+        return f"mongodb://{self.balancer_host}/?loadBalanced=true"
+
+    @property
+    def uri(self) -> str:
+        return f"mongodb://{self.mongos.host}/?loadBalanced=true"
+
+    def start(self) -> LoadBalanced:
+        if self._started:
+            return self
+        super().start()
+        if self.balancer is not None:
+            try:
+                self.balancer.start()
+            except BaseException:
+                self.stop()
+                raise
+        return self
+
+    def stop(self) -> None:
+        if self.balancer is not None:
+            self.balancer.stop()
+        super().stop()

@@ -4,7 +4,7 @@ The simulated storage engine keeps documents in memory, uncompressed: a collecti
 ``size`` and ``storageSize`` are the BSON size of its documents, and an index's size is
 estimated as the BSON size of each entry's key plus an 8-byte record id. Counts are
 exact. ``$collStats`` answers ``count`` and ``storageStats`` (and an empty spec);
-``latencyStats`` and ``queryExecStats`` are refused (CommandNotSupported): the
+``latencyStats`` and ``queryExecStats`` are refused (NotImplemented, 238): the
 simulator does not measure operation latencies. The oplog (``local.oplog.rs``) reports
 itself capped, with the configured size of OPLOG_MAX_SIZE bytes.
 """
@@ -187,7 +187,7 @@ def coll_stats_stage(ctx: CommandContext) -> Reply:
         if key not in _COLL_STATS_OPTIONS:
             raise CommandError(40415, f"BSON field '$collStats.{key}' is an unknown field.")
         if key in ("latencyStats", "queryExecStats"):
-            raise CommandError(115, f"$collStats {key} is not supported by the simulator")
+            raise CommandError(238, f"$collStats {key} is not supported by the simulator")
     for stage in pipeline[1:]:
         if isinstance(stage, Mapping) and "$collStats" in stage:
             raise CommandError(40602, "$collStats is only valid as the first stage in a pipeline")

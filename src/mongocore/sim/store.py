@@ -1,8 +1,8 @@
 """The document store of a simulated deployment: mongomock, an oplog, and lagging replicas.
 
 One ``DataStore`` holds a replica set's data (or a standalone's). Writes go to its
-mongomock client, and each document-level change is appended to an oplog as a
-full post-image (or a deletion, or a catalog command) stamped with an optime and
+mongomock client, and each document-level change is appended to its oplog (oplog.py)
+as a full post-image (or a deletion, or a catalog command) stamped with an optime and
 the wall-clock time it was written. Each data-bearing member has a ``ReplicaView``
 (replication.py): its own mongomock copy that applies oplog entries in order once
 they are ``lag`` seconds old. A secondary serves reads from its view, so it sees the
@@ -18,15 +18,13 @@ before it is read.
 from __future__ import annotations
 
 import copy
-import datetime
 import logging
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Protocol
+from typing import Any, Optional
 
 import mongomock
 import mongomock.filtering
-from bson import Int64, ObjectId, Timestamp
+from bson import ObjectId
 from bson import errors as bson_errors
 from pymongo import errors as pymongo_errors
 
@@ -34,15 +32,21 @@ from mongocore.sim import by_id
 from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, parse_collation
+from mongocore.sim.oplog import (
+    OPLOG_HISTORY,
+    ZERO_OPTIME,
+    Checkpoint,
+    Oplog,
+    OplogEntry,
+    OplogObserver,
+    OpTime,
+)
 from mongocore.sim.query import id_first, project, select
 from mongocore.sim.sessions import SessionRecords
-
-if TYPE_CHECKING:
-    from mongocore.sim.replication import ReplicaView
+from mongocore.sim.unique_index import UniqueIndexes
 from mongocore.sim.variables import Variables
 from mongocore.sim.writes import (
     check_storable,
-    check_unique,
     has_positional,
     is_replacement,
     post_image,
@@ -50,75 +54,23 @@ from mongocore.sim.writes import (
 )
 
 __all__ = [
+    "OPLOG_HISTORY",
+    "ZERO_OPTIME",
     "Checkpoint",
     "DataStore",
     "OpTime",
     "OplogEntry",
+    "OplogObserver",
     "translate_store_errors",
 ]
 
 Document = dict[str, Any]
 _NO_OPTIONS = CollectionOptions()
 _log = logging.getLogger("mongocore.sim")
-#: How many entries ``local.oplog.rs`` keeps (a server sizes it in bytes instead).
-OPLOG_HISTORY = 10_000
 
 # mongomock knows {$type: "null"} but leaves it unimplemented; a server matches null.
 if mongomock.filtering.TYPE_MAP.get("null", 0) is None:
     mongomock.filtering.TYPE_MAP["null"] = lambda value: value is None
-
-
-class OpTime(NamedTuple):
-    """An operation time: the oplog timestamp, the election term, and the wall clock."""
-
-    ts: Timestamp
-    term: int
-    wall: float
-
-    def to_document(self) -> dict[str, Any]:
-        return {"ts": self.ts, "t": Int64(self.term)}
-
-    @property
-    def wall_datetime(self) -> datetime.datetime:
-        return datetime.datetime.fromtimestamp(self.wall, datetime.timezone.utc)
-
-
-ZERO_OPTIME = OpTime(Timestamp(0, 0), -1, 0.0)
-
-
-class OplogEntry(NamedTuple):
-    """One change: "i" (an inserted document), "u" (a document's full post-image), "d" (a
-    deletion), "c" (a command) or "n" (a no-op: a new primary's first entry)."""
-
-    optime: OpTime
-    op: str
-    db: str
-    coll: str
-    doc_id: Any = None
-    doc: Optional[Document] = None
-    command: Optional[Document] = None
-    #: What a "u" entry applied: an update document or pipeline, or a replacement (change
-    #: streams tell update from replace events by it; replication applies ``doc``).
-    update: Any = None
-
-
-class OplogObserver(Protocol):
-    """Told of every entry the store appends (the change log of sim/change_log.py)."""
-
-    def appended(self, entry: OplogEntry, index: int) -> None: ...
-
-    def rolled_back(self, checkpoint: Checkpoint) -> None: ...
-
-
-class Checkpoint(NamedTuple):
-    """One collection's content and the oplog's end, to undo a statement that must not commit."""
-
-    db: str
-    coll: str
-    existed: bool
-    documents: list[Document]
-    oplog_end: int
-    last_optime: OpTime
 
 
 def translate_store_errors(exc: BaseException, namespace: str) -> CommandError:
@@ -150,128 +102,19 @@ def _sort_spec(sort: Optional[Mapping[str, Any]]) -> Optional[list[tuple[str, An
     return [(key, value) for key, value in sort.items()]
 
 
-class DataStore:
+class DataStore(Oplog):
     """A deployment's data, its oplog and its session records. The owner serializes access."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
-        self.clock = clock
+        super().__init__(clock)
         self.client: Any = mongomock.MongoClient()
         self.sessions = SessionRecords()
-        self.term = 1
-        self._oplog: list[OplogEntry] = []
-        self._oplog_base = 0  # absolute index of _oplog[0]
-        self._views: list[ReplicaView] = []
-        self.last_optime = ZERO_OPTIME
         #: Collection options (default collation, validator) and index collations.
         self.catalog: dict[tuple[str, str], CollectionOptions] = {}
         self.index_collations: dict[tuple[str, str, str], Collation] = {}
-        #: The latest entries, no-ops included, whether or not every member applied them:
-        #: what ``local.oplog.rs`` shows (a capped collection keeps only the newest).
-        self.history: deque[OplogEntry] = deque(maxlen=OPLOG_HISTORY)
-        #: Told of each entry appended (change streams' change log).
-        self.observers: list[OplogObserver] = []
-
-    # -- oplog ---------------------------------------------------------------------
-
-    @property
-    def oplog_end(self) -> int:
-        return self._oplog_base + len(self._oplog)
-
-    def entry(self, index: int) -> OplogEntry:
-        return self._oplog[index - self._oplog_base]
-
-    def next_optime(self) -> OpTime:
-        """A new optime, strictly after the last one (timestamps are seconds + increment)."""
-        wall = self.clock()
-        last = self.last_optime.ts
-        seconds = max(int(wall), last.time)
-        increment = last.inc + 1 if seconds == last.time else 1
-        optime = OpTime(Timestamp(seconds, increment), self.term, max(wall, self.last_optime.wall))
-        self.last_optime = optime
-        return optime
-
-    def noop(self) -> OpTime:
-        """Advance the optime without changing data (a new term's first entry)."""
-        optime = self.next_optime()
-        self.history.append(OplogEntry(optime, "n", "", "", command={"msg": "new primary"}))
-        return optime
-
-    def _append(
-        self,
-        op: str,
-        db: str,
-        coll: str,
-        doc_id: Any = None,
-        *,
-        doc: Optional[Document] = None,
-        command: Optional[Document] = None,
-        update: Any = None,
-    ) -> None:
-        entry = OplogEntry(self.next_optime(), op, db, coll, doc_id, doc, command, update)
-        index = self.oplog_end
-        self.history.append(entry)
-        if self._views:
-            self._oplog.append(entry)
-        else:
-            self._oplog_base += 1
-        for observer in self.observers:
-            observer.appended(entry, index)
-
-    def entries(self, start: int, stop: int) -> list[OplogEntry]:
-        """The entries from absolute index ``start`` to ``stop`` (both still kept)."""
-        base = self._oplog_base
-        if start < base:
-            raise IndexError(f"oplog entry {start} was trimmed (the oplog starts at {base})")
-        return self._oplog[start - base : stop - base]
-
-    def first_index(self, start: int, predicate: Callable[[OplogEntry], bool]) -> int:
-        """The first index from ``start`` whose entry satisfies ``predicate``, or the
-        oplog's end; ``predicate`` must hold for every entry after one it holds for (a
-        binary search: wall times and timestamps only grow along the oplog)."""
-        low, high = start - self._oplog_base, len(self._oplog)
-        while low < high:
-            middle = (low + high) // 2
-            if predicate(self._oplog[middle]):
-                high = middle
-            else:
-                low = middle + 1
-        return self._oplog_base + low
-
-    @property
-    def views(self) -> list[ReplicaView]:
-        """The members' copies (see replication.py), whose unapplied entries are kept."""
-        return list(self._views)
-
-    @property
-    def oplog_kept(self) -> int:
-        """How many entries are kept, for the copies that have not replayed them."""
-        return len(self._oplog)
-
-    def attach_view(self, view: ReplicaView) -> None:
-        """Keep the entries from ``view.replayed`` on for this copy."""
-        self._views.append(view)
-        view.attached = True
-
-    def drop_view(self, view: ReplicaView) -> None:
-        if view in self._views:
-            self._views.remove(view)
-        view.attached = False
-        if self._views:
-            self.trim()
-        else:
-            self._oplog_base += len(self._oplog)
-            self._oplog.clear()
-
-    def trim(self) -> None:
-        """Forget the entries every copy has replayed. Dropping from the front of a list
-        moves the rest, so it waits until the dropped part is at least half of it."""
-        if not self._views:
-            return  # drop_view already forgot every entry
-        keep_from = min(view.replayed for view in self._views)
-        drop = keep_from - self._oplog_base
-        if drop > 0 and drop * 2 >= len(self._oplog):
-            del self._oplog[:drop]
-            self._oplog_base = keep_from
+        #: Unique indexes' keys, kept up to date from the oplog (sim/unique_index.py).
+        self.unique_indexes = UniqueIndexes(self.client)
+        self.observers.append(self.unique_indexes)
 
     def checkpoint(self, db: str, coll: str) -> Checkpoint:
         """Remember ``db.coll`` as it is, for :meth:`rollback` (the owner holds the lock)."""
@@ -290,21 +133,7 @@ class DataStore:
             collection.delete_many({})
             if checkpoint.documents:
                 collection.insert_many(copy.deepcopy(checkpoint.documents))
-        written = self.oplog_end - checkpoint.oplog_end
-        for view in self._views:
-            # No copy can have replayed these entries (the lock was held), but one may
-            # have counted them as applied (its position asked for meanwhile).
-            view.forget_after(checkpoint.oplog_end, checkpoint.last_optime)
-        if written > 0:
-            if self._views:
-                del self._oplog[len(self._oplog) - written :]
-            else:
-                self._oplog_base -= written
-        while self.history and self.history[-1].optime.ts > checkpoint.last_optime.ts:
-            self.history.pop()
-        self.last_optime = checkpoint.last_optime
-        for observer in self.observers:
-            observer.rolled_back(checkpoint)
+        self._forget_since(checkpoint)
 
     # -- collections -----------------------------------------------------------------
 
@@ -366,18 +195,26 @@ class DataStore:
         the first field, as the server does)."""
         doc = id_first(document) if "_id" in document else {"_id": ObjectId(), **document}
         check_storable(doc)
-        namespace = f"{db}.{coll}"
         created = not self.collection_exists(db, coll)
-        collection = self.collection(db, coll)
         self.options(db, coll).check_document(doc, bypass=bypass_validation)
-        check_unique(collection, namespace, doc, self.indexes(db, coll))
+        self.unique_indexes.check(db, coll, doc, self.indexes(db, coll))
+        self._insert_checked(db, coll, doc, created)
+        self._append("i", db, coll, doc["_id"], doc=copy.deepcopy(doc))
+
+    def _insert_checked(self, db: str, coll: str, doc: Document, created: bool) -> None:
+        """Store a document whose unique keys were checked. A collection an insert
+        creates is created explicitly (and logged), as a server does: it stays once its
+        documents are deleted, where mongomock would forget it."""
+        if created:
+            self.client[db].create_collection(coll)
         try:
-            collection.insert_one(doc)
+            by_id.insert(self.client, db, coll, doc)
         except Exception as exc:
-            raise translate_store_errors(exc, namespace) from exc
+            if created:
+                self.client[db].drop_collection(coll)
+            raise translate_store_errors(exc, f"{db}.{coll}") from exc
         if created:
             self._append("c", db, coll, command={"create": coll})
-        self._append("i", db, coll, doc["_id"], doc=copy.deepcopy(doc))
 
     def update(
         self,
@@ -413,7 +250,7 @@ class DataStore:
         collection = self.collection(db, coll)
         options = self.options(db, coll)
         indexes = self.indexes(db, coll)
-        written: list[Document] = []
+        unique = self.unique_indexes
         matched = modified = 0
         upserted: Optional[tuple[Any]] = None
         try:
@@ -424,10 +261,10 @@ class DataStore:
                     image = {"_id": ObjectId(), **image}
                 check_storable(image)
                 options.check_document(image, bypass=bypass_validation)
-                check_unique(collection, namespace, image, indexes)
-                collection.insert_one(copy.deepcopy(image))
+                unique.check(db, coll, image, indexes)
+                self._insert_checked(db, coll, copy.deepcopy(image), created)
                 upserted = (image["_id"],)
-                written.append(image)
+                self._append("u", db, coll, image["_id"], doc=copy.deepcopy(image), update=update)
             # Under a collation the scratch copy is matched by {} (its only document):
             # the binary query might not match it.
             scratch_query = query if collation is None else {}
@@ -437,19 +274,15 @@ class DataStore:
                 if same_document(pre, image):
                     continue
                 options.check_document(image, pre, bypass=bypass_validation)
-                check_unique(collection, namespace, image, indexes, replacing=pre["_id"])
+                unique.check(db, coll, image, indexes, replacing=pre["_id"])
                 by_id.put(self.client, db, coll, pre["_id"], copy.deepcopy(image))
                 modified += 1
-                written.append(image)
+                # Logged at once: the next document's unique keys are checked against it.
+                self._append("u", db, coll, image["_id"], doc=copy.deepcopy(image), update=update)
         except CommandError:
             raise
         except Exception as exc:
             raise translate_store_errors(exc, namespace) from exc
-        finally:
-            if written and created:
-                self._append("c", db, coll, command={"create": coll})
-            for image in written:
-                self._append("u", db, coll, image["_id"], doc=copy.deepcopy(image), update=update)
         return matched, modified, upserted
 
     def delete(
@@ -632,6 +465,7 @@ class DataStore:
             self.drop_collection(target_db, target_coll)
         _rename(self.client, source, target)
         source_db, _, source_coll = source.partition(".")
+        self._move_catalog((source_db, source_coll), (target_db, target_coll))
         self._append(
             "c",
             source_db,
@@ -639,8 +473,20 @@ class DataStore:
             command={"renameCollection": source, "to": target, "dropTarget": drop_target},
         )
 
+    def _move_catalog(self, source: tuple[str, str], target: tuple[str, str]) -> None:
+        """A renamed collection keeps its options (validator, collation, pre- and
+        post-images) and its indexes' collations under its new name."""
+        options = self.catalog.pop(source, None)
+        if options is not None:
+            self.catalog[target] = options
+        for key in [k for k in self.index_collations if (k[0], k[1]) == source]:
+            self.index_collations[(target[0], target[1], key[2])] = self.index_collations.pop(key)
+
     def replace_collection(self, db: str, coll: str, documents: Sequence[Document]) -> None:
-        """Record what an aggregation's $out wrote: the target's new content."""
+        """Record what an aggregation's $out wrote: the target's new content (the target
+        exists afterwards, empty or not, as on a server)."""
+        if not self.collection_exists(db, coll):
+            self.client[db].create_collection(coll)
         self._append("c", db, coll, command={"drop": coll})
         self._append("c", db, coll, command={"create": coll})
         for document in documents:

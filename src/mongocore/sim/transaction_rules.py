@@ -13,7 +13,10 @@ and Operations", "Production Considerations"; the server's session options parsi
   ``system.profile``, no aggregation stage that cannot run in a transaction (263);
 - a read concern level of local, majority or snapshot (``atClusterTime`` with
   snapshot only), no write concern but on the commit or abort, and a primary read
-  preference (72).
+  preference (72);
+- the commit's or abort's write concern: a number of members larger than the set's
+  data-bearing members cannot be satisfied (a writeConcernError
+  UnsatisfiableWriteConcern, 100, the commit or abort done all the same).
 """
 
 from __future__ import annotations
@@ -139,6 +142,22 @@ def check_command(name: str, db: str, cmd: Mapping[str, Any], start: bool) -> No
             for operator in stage if isinstance(stage, Mapping) else ():
                 if operator in _NO_TRANSACTION_STAGES:
                     raise CommandError(263, f"{operator} cannot be used in a transaction.")
+
+
+def with_write_concern(
+    reply: dict[str, Any], cmd: Mapping[str, Any], data_members: int
+) -> dict[str, Any]:
+    """The reply of a commit or abort, with the writeConcernError of a ``w`` the set
+    cannot satisfy (more members than it has data-bearing ones)."""
+    write_concern = cmd.get("writeConcern")
+    w = write_concern.get("w") if isinstance(write_concern, Mapping) else None
+    if isinstance(w, int) and not isinstance(w, bool) and w > data_members:
+        reply["writeConcernError"] = {
+            "code": 100,
+            "codeName": "UnsatisfiableWriteConcern",
+            "errmsg": "Not enough data-bearing nodes",
+        }
+    return reply
 
 
 def read_concern_level(cmd: Mapping[str, Any]) -> str:

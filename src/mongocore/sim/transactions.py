@@ -59,6 +59,7 @@ from mongocore.sim.transaction_rules import (
     is_transaction_command,
     read_concern_level,
     session_options,
+    with_write_concern,
 )
 
 __all__ = [
@@ -166,11 +167,11 @@ class TransactionTable:
         else:
             txn = self._continue(lsid, txn_number, name, cmd)
         if name == "commitTransaction":
-            return self._commit(txn)
+            return with_write_concern(self._commit(txn), cmd, data_members)
         if name == "abortTransaction":
             if txn.state == IN_PROGRESS:
                 self._end(txn, ABORTED)
-            return {"ok": 1.0}
+            return with_write_concern({"ok": 1.0}, cmd, data_members)
         return self._statement(
             txn, name, db, cmd, cursors=cursors, data_members=data_members, process=process
         )

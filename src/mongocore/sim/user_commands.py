@@ -141,7 +141,7 @@ def _build_user(ctx: CommandContext, name: str, password: Any, mechanisms: Any) 
             50687, "Error preflighting UTF-8 conversion: U_STRING_NOT_TERMINATED_WARNING"
         )
     if ctx.cmd.get("digestPassword") is False:
-        raise CommandError(115, "digestPassword: false is not supported by the simulator")
+        raise CommandError(238, "digestPassword: false is not supported by the simulator")
     chosen: tuple[str, ...] = SCRAM_MECHANISMS
     if mechanisms is not None:
         if not isinstance(mechanisms, list):
@@ -284,7 +284,7 @@ def _wanted(ctx: CommandContext) -> Optional[set[tuple[str, str]]]:
 
 def cmd_users_info(ctx: CommandContext) -> Reply:
     if ctx.cmd.get("showPrivileges"):
-        raise CommandError(115, "usersInfo showPrivileges is not supported by the simulator")
+        raise CommandError(238, "usersInfo showPrivileges is not supported by the simulator")
     wanted = _wanted(ctx)
     security = _security(ctx)
     docs = []

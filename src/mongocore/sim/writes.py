@@ -1,13 +1,12 @@
-"""Document-level write rules of a simulated mongod: what a stored document may contain,
-the post-image of an update, and unique index keys (MongoDB manual, "Field Names",
-"Update Operators", "Unique Indexes"; the server's DuplicateKey error).
+"""Document-level write rules of a simulated mongod: what a stored document may contain
+and the post-image of an update (MongoDB manual, "Field Names", "Update Operators").
 
 An update is computed on a throwaway mongomock collection holding only the matched
 document (or nothing, for an upsert), so the store can check the post-image (the
 validator, unique indexes, ``_id``) before anything is written. Unique indexes are
-checked here, not by mongomock, so that a DuplicateKey error carries the
-``keyPattern`` and ``keyValue`` a 7.0 server reports, and so that an index with a
-collation compares its keys under it.
+checked by the store (sim/unique_index.py), not by mongomock, so that a DuplicateKey
+error carries the ``keyPattern`` and ``keyValue`` a 7.0 server reports, an index with
+a collation compares its keys under it, and the check is a lookup, not a scan.
 """
 
 from __future__ import annotations
@@ -18,16 +17,12 @@ from typing import Any, Optional
 
 import bson
 import mongomock
-from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.collation import Collation, wrap, wrap_query
-from mongocore.sim.mongomock_fixes import MISSING
 from mongocore.sim.query import id_first
 
 __all__ = [
     "check_storable",
-    "check_unique",
     "has_positional",
     "is_replacement",
     "post_image",
@@ -124,53 +119,3 @@ def same_document(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
         return bool(bson.encode(dict(a)) == bson.encode(dict(b)))
     except Exception:
         return dict(a) == dict(b)
-
-
-def _format_key(values: Mapping[str, Any]) -> str:
-    parts = ", ".join(
-        f'{field}: "{value}"' if isinstance(value, str) else f"{field}: {value!r}"
-        for field, value in values.items()
-    )
-    return "{ " + parts + " }"
-
-
-def check_unique(
-    collection: Any,
-    namespace: str,
-    doc: Mapping[str, Any],
-    indexes: Sequence[tuple[str, Mapping[str, Any], Optional[Collation]]],
-    *,
-    replacing: Any = ...,
-) -> None:
-    """Refuse ``doc`` if a unique index already holds its key in another document.
-
-    ``indexes``: (name, index information, collation) of the collection's indexes;
-    ``replacing``: the ``_id`` of the document ``doc`` replaces (not a conflict)."""
-    others: Optional[list[Document]] = None
-    for name, info, collation in indexes:
-        if name != "_id_" and not info.get("unique"):
-            continue
-        fields = [field for field, _ in info["key"]]
-        values = {field: filtering.resolve_key(field, doc) for field in fields}  # type: ignore[no-untyped-call]
-        values = {f: (None if v is MISSING else v) for f, v in values.items()}
-        if info.get("sparse") and all(v is None for v in values.values()):
-            continue
-        partial = info.get("partialFilterExpression")
-        if partial is not None and not filtering.filter_applies(partial, doc):  # type: ignore[no-untyped-call]
-            continue
-        if others is None:
-            others = [d for d in collection.find() if replacing is ... or d.get("_id") != replacing]
-        query: dict[str, Any] = {field: value for field, value in values.items()}
-        if collation is not None:
-            query = wrap_query(query, collation)
-        for other in others:
-            candidate = wrap(other, collation) if collation is not None else other
-            if partial is not None and not filtering.filter_applies(partial, other):  # type: ignore[no-untyped-call]
-                continue
-            if filtering.filter_applies(query, candidate):  # type: ignore[no-untyped-call]
-                raise CommandError(
-                    11000,
-                    f"E11000 duplicate key error collection: {namespace} index: {name}"
-                    f" dup key: {_format_key(values)}",
-                    extra={"keyPattern": dict(info["key"]), "keyValue": values},
-                )

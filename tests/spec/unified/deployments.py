@@ -1,6 +1,6 @@
 """The deployments the unified suites run against: ``mongocore.sim`` (MongoDB 7.0, wire
-version 21) as a standalone, a replica set, a sharded cluster or a load-balanced
-mongos, with or without authentication.
+version 21) as a standalone, a replica set, a sharded cluster or mongoses behind a
+load balancer, with or without authentication.
 
 A test module starts the deployments its tests need once, in a module-scoped fixture
 (so their threads exist before each test's thread-leak check), and resets them after
@@ -31,7 +31,8 @@ SERVER_VERSION: tuple[int, int, int] = tuple(int(p) for p in BUILD_VERSION.split
 
 #: Elections in the simulated replica sets: short, so failovers end quickly.
 ELECTION_DELAY = 0.05
-#: Routers of the simulated sharded cluster (useMultipleMongoses: true needs two).
+#: Routers of the simulated sharded cluster and behind the simulated load balancer
+#: (useMultipleMongoses: true needs two).
 MONGOSES = 2
 
 #: The one user of an authenticated deployment (SCRAM, both mechanisms, on admin).
@@ -66,7 +67,9 @@ class Deployment:
         elif env.topology == "sharded":
             self.sim = ShardedCluster(MONGOSES, election_delay=ELECTION_DELAY, users=users)
         elif env.topology == "load-balanced":
-            self.sim = LoadBalanced(election_delay=ELECTION_DELAY, users=users)
+            # Two mongoses behind the balancer (useMultipleMongoses: true), as the
+            # format's MULTI_MONGOS_LB_URI; the first alone is SINGLE_MONGOS_LB_URI.
+            self.sim = LoadBalanced(mongoses=MONGOSES, election_delay=ELECTION_DELAY, users=users)
         else:
             raise ValueError(f"unknown topology {env.topology!r}")
 
@@ -86,6 +89,8 @@ class Deployment:
         sim = self.sim
         if isinstance(sim, ReplicaSet):
             return list(sim.hosts)
+        if isinstance(sim, LoadBalanced):
+            return [sim.balancer_host if use_multiple_mongoses else sim.mongos.host]
         hosts = [m.host for m in sim.members]
         if isinstance(sim, ShardedCluster) and use_multiple_mongoses is False:
             return hosts[:1]
@@ -141,6 +146,8 @@ class Deployment:
             process.server.close_connections()
             with process.cond:
                 process.cond.notify_all()
+        if isinstance(self.sim, LoadBalanced) and self.sim.balancer is not None:
+            self.sim.balancer.server.close_connections()
 
 
 class Deployments:

@@ -102,6 +102,7 @@ class EntityMap:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._entities: dict[str, Any] = {}
+        self._lsids: dict[str, Any] = {}
 
     def add(self, name: str, entity: Any) -> None:
         with self._lock:
@@ -129,6 +130,16 @@ class EntityMap:
     def lookup(self, name: str) -> Any:
         """For $$matchesEntity and $$sessionLsid."""
         return self.get(name)
+
+    def record_lsid(self, name: str, lsid: Any) -> None:
+        """A session entity's lsid, saved when it is created ("Entity Map")."""
+        with self._lock:
+            self._lsids[name] = lsid
+
+    def session_lsid(self, name: str) -> Any:
+        """The lsid recorded for session entity ``name`` (None if none was)."""
+        with self._lock:
+            return self._lsids.get(name)
 
     # Typed shortcuts.
 

@@ -37,6 +37,15 @@ _MISSING = object()
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
+def _session_lsid(entities: EntityLookup, name: str) -> Any:
+    """The lsid a session entity had when it was created: the format has runners save
+    it then, so $$sessionLsid still matches after the session ended. The entity map
+    (the lookup's owner) keeps them; any other lookup gives the live session's."""
+    recorded = getattr(getattr(entities, "__self__", None), "session_lsid", None)
+    lsid = recorded(name) if callable(recorded) else None
+    return lsid if lsid is not None else getattr(entities(name), "session_id", None)
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float, Int64)) and not isinstance(value, bool)
 
@@ -216,8 +225,7 @@ def _operator(
     elif name == "$$sessionLsid":
         if entities is None:
             raise ValueError("$$sessionLsid needs the entity map")
-        session = entities(str(argument))
-        lsid = getattr(session, "session_id", None)
+        lsid = _session_lsid(entities, str(argument))
         if lsid is None:
             raise ValueError(f"entity {argument!r} is not a session")
         match(dict(lsid), actual, entities, root=False, path=path)

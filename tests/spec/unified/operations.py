@@ -28,7 +28,13 @@ from mongocore.api.operations import (
 )
 from mongocore.api.results import BulkWriteResult, DeleteResult, UpdateResult
 from mongocore.driver_info import DriverInfo
-from tests.spec.unified import cursor_operations, index_operations
+from tests.spec.unified import (
+    change_stream_operations,
+    cursor_operations,
+    find_cursor_operations,
+    index_operations,
+    session_operations,
+)
 from tests.spec.unified.entities import (
     ClientEntity,
     EntityMap,
@@ -43,8 +49,6 @@ class Documents(list):  # type: ignore[type-arg]
 
 #: Operations the suites use that mongocore or the simulator does not offer, with why.
 UNSUPPORTED: dict[str, str] = {
-    "createChangeStream": "change streams (not simulated, not in mongocore's API)",
-    "watch": "change streams (not simulated, not in mongocore's API)",
     "mapReduce": "mapReduce (not simulated, not in mongocore's API)",
     "clientBulkWrite": "the client-level bulkWrite command (MongoDB 8.0)",
     "download": "GridFS",
@@ -401,6 +405,12 @@ def collection_operation(
         args.done()
         collection.drop(session)
         return None
+    if name == "rename":
+        to = args.require("to")
+        keywords = args.keywords({"dropTarget": "dropTarget"})
+        args.done()
+        collection.rename(to, session, **keywords)
+        return None
     raise UnsupportedFeature(f"collection operation {name!r}")
 
 
@@ -505,16 +515,29 @@ def session_operation(session: ClientSession, name: str, args: Arguments) -> Any
 
 
 def session_options(document: Optional[Mapping[str, Any]]) -> SessionOptions:
-    """entity.session.sessionOptions: only causalConsistency applies to mongocore."""
+    """entity.session.sessionOptions: causalConsistency and snapshot."""
     document = dict(document or {})
     causal = document.pop("causalConsistency", None)
+    snapshot = bool(document.pop("snapshot", False))
+    transactions = session_operations.default_transaction_options(
+        document.pop("defaultTransactionOptions", None)
+    )
     if document:
         raise UnsupportedFeature(f"session options {sorted(document)}")
-    return SessionOptions(causal_consistency=causal)
+    return SessionOptions(
+        causal_consistency=causal, snapshot=snapshot, default_transaction_options=transactions
+    )
 
 
-def run(entities: EntityMap, target: Any, name: str, arguments: Optional[Mapping[str, Any]]) -> Any:
-    """Run entity operation ``name`` on ``target`` and return its result as documents."""
+def run(
+    entities: EntityMap,
+    target: Any,
+    name: str,
+    arguments: Optional[Mapping[str, Any]],
+    execute: Optional[session_operations.Execute] = None,
+) -> Any:
+    """Run entity operation ``name`` on ``target`` and return its result as documents.
+    ``execute`` runs the operations of a withTransaction callback."""
     if name in UNSUPPORTED:
         raise UnsupportedFeature(UNSUPPORTED[name])
     args = Arguments(name, arguments, entities)
@@ -523,6 +546,14 @@ def run(entities: EntityMap, target: Any, name: str, arguments: Optional[Mapping
         return Documents(result) if isinstance(result, list) else result
     if index_operations.handles(target, name):
         return index_operations.run(target, name, args)
+    if find_cursor_operations.handles(target, name):
+        return find_cursor_operations.run(target, name, args)
+    if change_stream_operations.handles(target, name):
+        return change_stream_operations.run(target, name, args)
+    if session_operations.handles(target, name):
+        if execute is None:
+            raise UnsupportedFeature(f"{name} without a test run to execute its callback")
+        return session_operations.run(target, name, args, execute)
     if isinstance(target, ClientEntity):
         return client_operation(target, name, args)
     if isinstance(target, Collection):
@@ -562,7 +593,9 @@ COMMAND_OF: dict[str, str] = {
     "findOneAndDelete": "findAndModify",
     "findOneAndReplace": "findAndModify",
     "findOneAndUpdate": "findAndModify",
+    "createFindCursor": "find",
     "modifyCollection": "collMod",
+    "createChangeStream": "aggregate",
 }
 
 

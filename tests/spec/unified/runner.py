@@ -12,7 +12,7 @@ A test that no simulated topology satisfies must be listed as not applicable.
 
 Beyond the format's assertions the runner checks one rule of the retryable-writes
 seed on every test: a client whose ``retryWrites`` is off never sends a
-``txnNumber``.
+``txnNumber`` outside a transaction.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pytest
 
 from mongocore.api.client import Client
 from mongocore.api.client_session import ClientSession
+from mongocore.api.cursor_base import _CursorBase
 from mongocore.api.database import Database
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.selection.read_preference import Mode, ReadPreference
@@ -33,7 +34,7 @@ from mongocore.io import log_messages
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
-from tests.spec.unified import operations, seed
+from tests.spec.unified import operations, seed, session_operations
 from tests.spec.unified.cases import UnifiedCase, environments, schema_supported
 from tests.spec.unified.deployments import Deployment, Deployments, Environment
 from tests.spec.unified.entities import (
@@ -103,6 +104,29 @@ def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool
             raise AssertionError(f"[{env}] {exc}") from exc
 
 
+def retry_writes_opted_in_cases(params: Sequence[Any]) -> list[Any]:
+    """The cases a suite runs once more with retryWrites opted in
+    (``run_case(..., retry_writes_opted_in=True)``): those the
+    retryable-writes-default-off rule selects (a client that does not set retryWrites
+    runs a supported write), unless not applicable. The placeholder standing for an
+    unavailable suite is kept."""
+    chosen = []
+    for param in params:
+        case = param.values[0]
+        if not isinstance(case, UnifiedCase):
+            chosen.append(param)
+            continue
+        document, test = case.load()
+        if deviations.not_applicable(case.suite, document, test, case.test_id) is not None:
+            continue
+        if any(
+            entry.get("transform") == seed.WRITES_DEFAULT_OFF
+            for entry in deviations.deviations(case.suite, document, test, case.test_id)
+        ):
+            chosen.append(param)
+    return chosen
+
+
 class TestRun:
     """One execution of one test against one deployment."""
 
@@ -131,6 +155,7 @@ class TestRun:
                 heartbeatFrequencyMS=HEARTBEAT_FREQUENCY_MS,
                 serverSelectionTimeoutMS=SERVER_SELECTION_TIMEOUT_MS,
             )
+            self._kill_all_sessions()
             for data in self.document.get("initialData", []):
                 self._set_up_collection(data)
             self._create_entities(self.document.get("createEntities", []))
@@ -156,6 +181,9 @@ class TestRun:
     def _tear_down(self) -> None:
         self._stop_threads(check=False)
         for entity in self.entities.values():
+            if isinstance(entity, _CursorBase):
+                entity.close()  # a cursor left open still holds its pinned connection
+        for entity in self.entities.values():
             if isinstance(entity, ClientSession):
                 entity.end_session()
         for entity in self.entities.values():
@@ -177,6 +205,17 @@ class TestRun:
                     raise AssertionError(f"thread {entity.id} did not finish")
 
     # --- initialData and outcome -------------------------------------------------------
+
+    def _kill_all_sessions(self) -> None:
+        """ "Executing a Test": end the transactions an earlier test left open (a session
+        discarded after a network error was never ended), so that they hold no write
+        this test's data conflicts with. Interrupted (11601) is expected and ignored."""
+        assert self.internal is not None
+        try:
+            self.internal.command("admin", {"killAllSessions": []})
+        except OperationFailure as exc:
+            if exc.code != 11601:
+                raise
 
     def _set_up_collection(self, data: Mapping[str, Any]) -> None:
         assert self.internal is not None
@@ -271,9 +310,14 @@ class TestRun:
             elif kind == "session":
                 client = self.entities.client(spec["client"])
                 options = operations.session_options(spec.get("sessionOptions"))
-                self.entities.add(
-                    name, client.client.start_session(causal_consistency=options.causal_consistency)
+                session = client.client.start_session(
+                    causal_consistency=options.causal_consistency,
+                    snapshot=options.snapshot,
+                    default_transaction_options=options.default_transaction_options,
                 )
+                self.entities.add(name, session)
+                # Saved now, for $$sessionLsid after the session has ended.
+                self.entities.record_lsid(name, session.session_id)
             elif kind == "thread":
                 thread = ThreadEntity(name)
                 self.entities.add(name, thread)
@@ -363,8 +407,10 @@ class TestRun:
 
     # --- operations ---------------------------------------------------------------------
 
-    def execute(self, operation: Mapping[str, Any]) -> None:
-        """Executing an Operation."""
+    def execute(self, operation: Mapping[str, Any], *, propagate: bool = False) -> None:
+        """Executing an Operation. ``propagate``: an operation of a withTransaction
+        callback, whose error (once checked against the expectations) is raised again,
+        as the callback's."""
         name = operation["name"]
         target_name = operation["object"]
         if target_name == "testRunner":
@@ -380,7 +426,13 @@ class TestRun:
         result: Any = None
         error: Optional[Exception] = None
         try:
-            result = operations.run(self.entities, target, name, operation.get("arguments"))
+            result = operations.run(
+                self.entities,
+                target,
+                name,
+                operation.get("arguments"),
+                lambda nested: self.execute(nested, propagate=True),
+            )
         except MongoCoreError as exc:
             error = exc
         except CLIENT_ERRORS as exc:
@@ -391,6 +443,8 @@ class TestRun:
                 raise
             error = exc
         if operation.get("ignoreResultAndError"):
+            if propagate and error is not None:
+                raise error
             return
         if "expectError" in operation:
             if error is None:
@@ -398,6 +452,8 @@ class TestRun:
                     f"{name} on {target_name}: expected an error, got the result {result!r}"
                 )
             check_error(operation["expectError"], error, self.entities)
+            if propagate:
+                raise error
             return
         if error is not None:
             raise AssertionError(f"{name} on {target_name} failed: {error!r}") from error
@@ -520,6 +576,8 @@ class TestRun:
             "assertIndexNotExists",
         ):
             self._assert_exists(name, args)
+        elif session_operations.handles_special(name):
+            session_operations.special(entities, name, args)
         else:
             raise UnsupportedFeature(f"special test operation {name!r}")
 
@@ -572,11 +630,17 @@ class TestRun:
         )
 
     def _check_no_txn_number_without_retry_writes(self) -> None:
-        """retryable-writes seed: only with retryWrites on does a write carry a txnNumber."""
+        """retryable-writes seed: only with retryWrites on does a write outside a
+        transaction carry a txnNumber."""
         for entity in self.entities.values():
             if isinstance(entity, ClientEntity) and not entity.retry_writes:
                 with entity.log.cond:
-                    sent = [e for e in entity.log.commands_sent if "txnNumber" in e.command]
+                    # A transaction's commands (autocommit: false) carry its txnNumber.
+                    sent = [
+                        e
+                        for e in entity.log.commands_sent
+                        if "txnNumber" in e.command and e.command.get("autocommit") is not False
+                    ]
                 if sent:
                     raise AssertionError(
                         f"{entity.id} has retryWrites off yet sent a txnNumber: "
@@ -635,6 +699,10 @@ def check_error(
                 raise AssertionError(f"expected error code {value}, the error is {error!r}")
         elif key == "errorCodeName":
             names = {str(p.get("codeName", "")).lower() for p in _error_parts(error)}
+            for part in _error_parts(error):
+                wce = part.get("writeConcernError")
+                if isinstance(wce, Mapping):
+                    names.add(str(wce.get("codeName", "")).lower())
             if str(value).lower() not in names:
                 raise AssertionError(f"expected codeName {value}, the error is {error!r}")
         elif key == "errorLabelsContain":

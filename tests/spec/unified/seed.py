@@ -13,8 +13,10 @@ deviate.
 ``retryable-reads-seed`` (retryable-reads.rst 1.3.0, "Retryable Error" and
 "Executing Retryable Read Commands" step 3): the seed retries a read "as many times as
 necessary until a retry attempt succeeds or returns a non-retryable error", and only on
-the errors it lists. A fail point failing the read ``n >= 2`` times with errors the
-seed calls retryable no longer ends the operation in an error: it succeeds on attempt
+the errors it lists (the seed's supported reads include the ``watch()`` helpers:
+createChangeStream is the read of the aggregate that opens the stream, see
+``operations.COMMAND_OF``). A fail point failing the read ``n >= 2`` times with
+errors the seed calls retryable no longer ends the operation in an error: it succeeds on attempt
 ``n + 1``, so the expected error is dropped and the last expected commandStartedEvent
 of that command is repeated until there are ``n + 1``. A fail point failing it with a
 server error code outside the seed's list (the newer spec adds ExceededTimeLimit and
@@ -31,6 +33,10 @@ applied. No retry is sent: expected events after the failed command are dropped
 ``txnNumber``. A write refused by the fail point is not applied and ends the
 operation, so the expected outcome is the collections as they were when the failed
 command was sent (the runner reads them at that moment, see ``SNAPSHOT_BEFORE_COMMAND``).
+When the test goes on after the failed write, only the retry's expected events are
+dropped and the later operations are asserted as upstream wrote them; if a later one
+writes too, the outcome is upstream's without the documents the refused insert named
+by ``_id`` (another refused write followed by writes is a shape it refuses).
 The same transformation covers a test whose fail point is ``onPrimaryTransactionalWrite``:
 that fail point acts only on statements of retryable writes (a txnNumber), so under the
 seed it never acts and every write succeeds on its first attempt. Each command is then
@@ -55,6 +61,14 @@ retry ends the write at its first attempt (as under ``retryable-writes-default-o
 an unlabeled error the seed retries is retried once, with the same transaction id:
 failing ``n >= 2`` times it ends with that error after two attempts, failing once the
 write succeeds on its retry (no result asserted, the outcome changed from the snapshot).
+
+``retryable-writes-default-off-beside-transactions`` (retryable-writes.rst 1.0,
+"retryWrites": "This option MUST default to false"), for the transactions suites,
+whose transactions take txnNumbers whatever retryWrites says: a supported write
+outside a transaction, of a client whose uriOptions do not set retryWrites, is
+expected without a txnNumber, and since it used none of its session's numbers, each
+later transaction of that session is expected with a number lower by the writes
+upstream numbered before it. Nothing else changes (no fail point is involved).
 
 Every transformation has a *shape* in :data:`SHAPES`, the predicate that the
 ``seed_shape`` condition of ``specs/deviations.toml`` evaluates: it selects every test
@@ -110,6 +124,7 @@ WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify"})
 
 READS_SEED = "retryable-reads-seed"
 WRITES_SEED_ERRORS = "retryable-writes-seed-errors"
+WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS = "retryable-writes-default-off-beside-transactions"
 
 RETRYABLE_WRITE_ERROR = "RetryableWriteError"
 
@@ -128,6 +143,7 @@ def transform(name: str, document: Mapping[str, Any], test: Mapping[str, Any]) -
         READS_SEED: _reads_seed,
         WRITES_DEFAULT_OFF: _writes_default_off,
         WRITES_SEED_ERRORS: _writes_seed_errors,
+        WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions,
     }
     if name not in transformations:
         raise TransformError(
@@ -485,11 +501,18 @@ def _writes_seed_errors(document: Mapping[str, Any], test: Test) -> None:
 def _write_fails_at_once(
     test: Test, point: _FailPoint, index: int, command: str, client: str
 ) -> None:
-    """The write's first attempt fails and is not retried: its error is the outcome."""
+    """The write's first attempt fails and is not retried: its error is the outcome.
+
+    Operations after it run as upstream wrote them; only the retry's events go. A
+    refused write changes nothing, so the outcome is the collections as they were
+    when it was sent, or, when later operations write too, upstream's outcome
+    without the documents a refused insert named by ``_id``."""
     operations = test["operations"]
     operation = operations[index]
-    if any(o.get("object") != "testRunner" for o in operations[index + 1 :]):
-        raise TransformError("the failing write is not the test's last operation")
+    later = [o for o in operations[index + 1 :] if o.get("object") != "testRunner"]
+    if point.times > 1 and any(command in commands_of(o) for o in later):
+        # The fail point would act again, on a later operation upstream expects to pass.
+        raise TransformError(f"a later operation sends {command}, which the fail point fails")
     kind = point.kind
     labels = list(point.data.get("errorLabels") or [])
     expected: dict[str, Any] = {"isError": True}
@@ -507,12 +530,62 @@ def _write_fails_at_once(
     operation.pop("expectResult", None)
     operation["expectError"] = expected
     for events in _command_events(test, client):
-        _drop_retry_events(events, command, kind)
+        if later and kind != "writeConcernError":
+            _drop_retry_only(events, command)
+        else:
+            _drop_retry_events(events, command, kind)
     if kind != "writeConcernError":
-        # Refused by the fail point: not applied, and nothing after it was sent.
+        # Refused by the fail point: not applied.
         operation[SNAPSHOT_BEFORE_COMMAND] = command
-        if test.get("outcome"):
+        if not test.get("outcome"):
+            return
+        if any(WRITE_COMMANDS & set(commands_of(o)) for o in later):
+            _without_refused_insert(test, operation)
+        else:
             test[OUTCOME_FROM_SNAPSHOT] = True
+
+
+def _drop_retry_only(events: list[Any], command: str) -> None:
+    """Drop the expected retry of ``command`` (the same commandStartedEvent again right
+    after the first attempt's, and its reply event), keeping every later event."""
+    first = next((i for i, e in enumerate(events) if _event_command(e)[1] == command), None)
+    if first is None:
+        return
+    position = first + 1
+    if (
+        position < len(events)
+        and _event_command(events[position])[1] == command
+        and _event_command(events[position])[0] != "commandStartedEvent"
+    ):
+        position += 1  # the first attempt's own failed event
+    if position < len(events) and events[position] == events[first]:
+        end = position + 1
+        if (
+            end < len(events)
+            and _event_command(events[end])[1] == command
+            and _event_command(events[end])[0] != "commandStartedEvent"
+        ):
+            end += 1
+        del events[position:end]
+
+
+def _without_refused_insert(test: Test, operation: Mapping[str, Any]) -> None:
+    """Upstream's outcome without the documents of an insert the fail point refused
+    (later writes of the test are applied, so no earlier snapshot stands for it)."""
+    arguments = operation.get("arguments") or {}
+    if operation["name"] == "insertOne":
+        documents = [arguments.get("document")]
+    elif operation["name"] == "insertMany":
+        documents = list(arguments.get("documents") or [])
+    else:
+        raise TransformError(f"a refused {operation['name']} is followed by other writes")
+    if not all(isinstance(d, Mapping) and "_id" in d for d in documents):
+        raise TransformError("the refused insert's documents have no _id to leave out")
+    if len(test["outcome"]) != 1:
+        raise TransformError("the outcome has several collections: which one refused it?")
+    refused = [d["_id"] for d in documents]
+    for data in test["outcome"]:
+        data["documents"] = [d for d in data["documents"] if d.get("_id") not in refused]
 
 
 def _write_retried_once(
@@ -650,10 +723,70 @@ def opt_in_retry_writes(document: MutableMapping[str, Any], test: MutableMapping
         raise TransformError("every client of the test already sets retryWrites")
 
 
+# --- retryable writes beside transactions -------------------------------------------
+
+
+def _expected_txn_numbers(
+    document: Mapping[str, Any], test: Mapping[str, Any]
+) -> list[tuple[MutableMapping[str, Any], bool]]:
+    """Every expected commandStartedEvent command, of a client whose uriOptions do not
+    set retryWrites, that expects a txnNumber; True for a supported write outside a
+    transaction (no ``autocommit: false``)."""
+    found = []
+    for client, options in _Entities(document, test).uri_options.items():
+        if _retry_writes_set(options):
+            continue
+        for events in _command_events(dict(test), client):
+            for event in events:
+                name, fields = next(iter(event.items()))
+                command = (fields or {}).get("command")
+                if name != "commandStartedEvent" or not isinstance(command, MutableMapping):
+                    continue
+                number = command.get("txnNumber")
+                if number is None or number == {"$$exists": False}:
+                    continue
+                outside = command.get("autocommit") is not False
+                found.append((command, outside and next(iter(command), "") in WRITE_COMMANDS))
+    return found
+
+
+def _writes_default_off_beside_transactions_shape(
+    document: Mapping[str, Any], test: Mapping[str, Any]
+) -> bool:
+    """A client that does not set retryWrites is expected to send a supported write
+    with a txnNumber outside a transaction."""
+    return any(outside for _, outside in _expected_txn_numbers(document, test))
+
+
+def _writes_default_off_beside_transactions(document: Mapping[str, Any], test: Test) -> None:
+    """Under the seed's default a write outside a transaction takes no txnNumber, so it
+    uses none of the session's numbers: its command is expected without one, and each
+    later transaction's number is lower by the writes before it that upstream numbered
+    (per session, named by the expected ``lsid``)."""
+    commands = _expected_txn_numbers(document, test)
+    dropped: dict[str, list[int]] = {}
+    for command, outside in commands:
+        if outside:
+            key = repr(command.get("lsid"))
+            dropped.setdefault(key, []).append(int(command["txnNumber"]))
+            command["txnNumber"] = {"$$exists": False}
+    if not dropped:
+        raise TransformError("no write outside a transaction is expected with a txnNumber")
+    for command, outside in commands:
+        if outside:
+            continue
+        number = command["txnNumber"]
+        if not isinstance(number, int):
+            raise TransformError(f"a transaction's expected txnNumber is {number!r}")
+        lower = sum(1 for n in dropped.get(repr(command.get("lsid")), []) if n < int(number))
+        command["txnNumber"] = type(number)(int(number) - lower)
+
+
 SHAPES.update(
     {
         READS_SEED: _reads_shape,
         WRITES_DEFAULT_OFF: _writes_default_off_shape,
         WRITES_SEED_ERRORS: _writes_seed_errors_shape,
+        WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions_shape,
     }
 )

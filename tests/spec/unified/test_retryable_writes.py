@@ -14,35 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.spec import deviations
-from tests.spec.unified import seed
-from tests.spec.unified.cases import UnifiedCase
 from tests.spec.unified.cases import cases as suite_cases
 from tests.spec.unified.deployments import Deployments
-from tests.spec.unified.runner import run_case
+from tests.spec.unified.runner import retry_writes_opted_in_cases, run_case
 
 SUITE = "retryable-writes/tests/unified"
 CASES = suite_cases(SUITE)
-
-
-def _opted_in(param: Any) -> bool:
-    """Does the case run once more with retryWrites opted in: does the
-    retryable-writes-default-off rule select it (a client that does not set
-    retryWrites runs a supported write)? The placeholder standing for an unavailable
-    suite is kept."""
-    case = param.values[0]
-    if not isinstance(case, UnifiedCase):
-        return True
-    document, test = case.load()
-    if deviations.not_applicable(case.suite, document, test, case.test_id) is not None:
-        return False
-    return any(
-        entry.get("transform") == seed.WRITES_DEFAULT_OFF
-        for entry in deviations.deviations(case.suite, document, test, case.test_id)
-    )
-
-
-OPTED_IN_CASES = [param for param in CASES if _opted_in(param)]
+OPTED_IN_CASES = retry_writes_opted_in_cases(CASES)
 
 
 @pytest.mark.parametrize("case", CASES)

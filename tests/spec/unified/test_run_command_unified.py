@@ -6,15 +6,11 @@ One pytest test per test case, with the id ``"<file>: <description>"``, run by
 :mod:`tests.spec.unified.runner` against the simulated deployments started once for the
 module (see ``conftest.py``).
 
-Two driver features these tests need are missing from mongocore; a test needing one
+One driver feature these tests need is missing from mongocore; a test needing it
 is a strict expected failure (it must fail, so an implementation shows up as an
-XPASS), selected by what the test does (:data:`GAPS`):
-
-- the Stable API (a client entity created with ``serverApi``): mongocore declares no
-  API version on its commands;
-- pinning a cursor's connection in load-balanced mode (a test that runs only
-  against a load balancer and counts the checked-out connections): mongocore checks
-  the connection back in after each command of a cursor.
+XPASS), selected by what the test does (:data:`GAPS`): the Stable API (a client
+entity created with ``serverApi``): mongocore declares no API version on its
+commands.
 """
 
 from __future__ import annotations
@@ -49,23 +45,9 @@ def _uses_server_api(document: Mapping[str, Any], test: Mapping[str, Any]) -> bo
     return any(client_of(str(op.get("object"))) in with_api for op in test["operations"])
 
 
-def _needs_load_balancer_pinning(document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
-    """Runs only against a load balancer and counts the connections checked out."""
-    requirements = test.get("runOnRequirements") or document.get("runOnRequirements") or []
-    only_lb = bool(requirements) and all(
-        r.get("topologies") == ["load-balanced"] for r in requirements
-    )
-    counts = any(op["name"] == "assertNumberConnectionsCheckedOut" for op in test["operations"])
-    return only_lb and counts
-
-
 #: Missing driver features: (rule, why the test fails).
 GAPS: list[tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], bool], str]] = [
     (_uses_server_api, "mongocore has no Stable API (serverApi): no apiVersion is sent"),
-    (
-        _needs_load_balancer_pinning,
-        "mongocore does not pin a cursor's connection in load-balanced mode",
-    ),
 ]
 
 

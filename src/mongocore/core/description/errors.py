@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import (
     ServerDescription,
     TopologyVersion,
@@ -64,9 +64,10 @@ class ApplicationError:
     message: str = ""
 
 
-@dataclass(frozen=True)
-class ErrorDecision:
-    """What to do about an application error. All False/None: nothing at all."""
+class ErrorDecision(NamedTuple):
+    """What to do about an application error. All False/None: nothing at all.
+
+    (A NamedTuple, not a dataclass: IGNORE and STALE below are built at import.)"""
 
     #: The error is stale (older pool generation or topologyVersion): ignore it.
     stale: bool = False
@@ -139,6 +140,10 @@ def classify(
     if error.generation < pool_generation:
         return STALE
     load_balanced = description.type is TopologyType.LOAD_BALANCED
+    if load_balanced and error.service_id is None:
+        # Load Balancer spec, "Error handling": errors before the hello completed (no
+        # serviceId yet) are ignored, a failed hello included.
+        return IGNORE
 
     reply = error.reply
     if error.kind is ErrorKind.COMMAND and reply is not None:
@@ -172,8 +177,6 @@ def classify(
     if SYSTEM_OVERLOADED_LABEL in error.error_labels:
         return IGNORE
     if load_balanced:
-        if error.service_id is None:
-            return IGNORE
         return ErrorDecision(clear_pool=True, service_id=error.service_id, cancel_check=True)
     unknown = ServerDescription.from_error(error.address, error.message or error.kind.value)
     return ErrorDecision(mark_unknown=unknown, clear_pool=True, cancel_check=True)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Optional
 
 from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.description.types import TopologyType
 from mongocore.errors import ConfigurationError
 

@@ -29,12 +29,15 @@ def _make_table() -> tuple[int, ...]:
     return tuple(table)
 
 
-_TABLE = _make_table()
+# Built by the first checksum, not at import: most connections never see one.
+_TABLE: list[tuple[int, ...]] = []
 
 
 def crc32c(data: Union[bytes, bytearray, memoryview], crc: int = 0) -> int:
     """Return the CRC-32C of ``data``, continuing from ``crc`` (a previous result)."""
-    table = _TABLE
+    if not _TABLE:
+        _TABLE.append(_make_table())
+    table = _TABLE[0]
     value = crc ^ 0xFFFFFFFF
     for byte in data:
         value = table[(value ^ byte) & 0xFF] ^ (value >> 8)

@@ -1,0 +1,125 @@
+"""The replSet* commands of a simulated replica set's members (MongoDB manual,
+"replSetStepDown", "replSetFreeze", "replSetGetConfig", "replSetInitiate",
+"replSetGetStatus"): admin-only, refused (NotYetInitialized, 94) before the set is
+initiated, answered from the set's central state (replset.py) as a 7.0 member answers.
+replSetGetStatus is repl_status.py's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Optional
+
+from bson import Int64
+
+from mongocore.sim.codes import CommandError
+from mongocore.sim.member_state import PRIMARY
+from mongocore.sim.repl_status import replica_set_status
+
+if TYPE_CHECKING:
+    from mongocore.sim.member import Member
+    from mongocore.sim.replset import ReplicaSet
+
+__all__ = ["run"]
+
+
+def run(
+    replica_set: ReplicaSet, member: Member, name: str, db: str, cmd: Mapping[str, Any]
+) -> Optional[dict[str, Any]]:
+    """Run the replSet* command ``name`` on ``member`` (the lock is held); None if
+    ``name`` is no such command."""
+    handler = _COMMANDS.get(name)
+    if handler is None:
+        return None
+    if db != "admin":
+        raise CommandError(13, f"{name} may only be run against the admin database.")
+    if not replica_set.initiated and name != "replSetInitiate":
+        raise CommandError(94, "no replset config has been received")
+    return handler(replica_set, member, cmd)
+
+
+def _step_down(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    if member.role != PRIMARY:
+        raise CommandError(10107, "not primary so can't step down")
+    secs = cmd.get("replSetStepDown", 60)
+    if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs <= 0:
+        raise CommandError(2, f"stepdown period must be a positive number, got {secs!r}")
+    # The server waits 10 seconds for a secondary to catch up, none when forced.
+    catch_up = cmd.get("secondaryCatchUpPeriodSecs", 0 if cmd.get("force") else 10)
+    if isinstance(catch_up, (int, float)) and catch_up > secs:
+        raise CommandError(2, "stepdown period must be longer than secondaryCatchUpPeriodSecs")
+    now = time.monotonic()
+    if not cmd.get("force") and not any(
+        replica_set._electable(m, now) for m in replica_set.members if m is not member
+    ):
+        raise CommandError(262, "No electable secondaries caught up as of the stepdown deadline")
+    replica_set._step_down_locked(member, float(secs))
+    replica_set._schedule_election_locked(None)
+    return {"ok": 1.0}
+
+
+def _freeze(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    secs = cmd.get("replSetFreeze", 0)
+    if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs < 0:
+        raise CommandError(2, f"replSetFreeze takes a number of seconds, got {secs!r}")
+    if member.role == PRIMARY:
+        raise CommandError(
+            95, "cannot freeze node when primary or running for election. state: Primary"
+        )
+    reply: dict[str, Any] = {}
+    if secs == 0:
+        member.frozen_until = 0.0
+        reply["info"] = "unfreezing"
+        if replica_set.primary is None:
+            replica_set._schedule_election_locked(None)
+    else:
+        member.frozen_until = time.monotonic() + float(secs)
+    reply["ok"] = 1.0
+    return reply
+
+
+def _get_config(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    members = [
+        {
+            "_id": m.member_id,
+            "host": m.host,
+            "arbiterOnly": m.arbiter,
+            "buildIndexes": True,
+            "hidden": m.hidden,
+            "priority": float(m.priority),
+            "tags": dict(m.config.tags),
+            "secondaryDelaySecs": Int64(0),
+            "votes": m.config.votes,
+        }
+        for m in replica_set.members
+    ]
+    return {
+        "config": {
+            "_id": replica_set.name,
+            "version": replica_set.set_version,
+            "term": replica_set.term,
+            "members": members,
+            "protocolVersion": Int64(1),
+            "writeConcernMajorityJournalDefault": True,
+            "settings": {"electionTimeoutMillis": int(replica_set.election_delay * 1000)},
+        },
+        "ok": 1.0,
+    }
+
+
+def _initiate(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+    if replica_set.initiated:
+        raise CommandError(23, "already initialized")
+    replica_set._initiate_locked()
+    return {"ok": 1.0}
+
+
+_COMMANDS: dict[str, Callable[[ReplicaSet, Member, Mapping[str, Any]], dict[str, Any]]] = {
+    # The set's answer with the fields a server adds (sim/repl_status.py).
+    "replSetGetStatus": replica_set_status,
+    "replSetStepDown": _step_down,
+    "replSetFreeze": _freeze,
+    "replSetGetConfig": _get_config,
+    "replSetInitiate": _initiate,
+}
