@@ -64,6 +64,10 @@ def _table(reports: list[ChaosReport]) -> list[str]:
         ("acknowledged", lambda r: f"{r.count('acknowledged'):,}"),
         ("errors raised to callers", lambda r: str(r.count("unknown"))),
         ("of their statements applied anyway", lambda r: str(r.verdict.unknown_applied)),
+        (
+            'errors saying "not applied" (wrongly)',
+            lambda r: f"{r.claimed_not_applied} ({len(r.verdict.false_not_applied)})",
+        ),
         ("lost (acknowledged, not there)", lambda r: f"**{len(r.verdict.lost)}**"),
         ("applied twice", lambda r: f"**{len(r.verdict.applied_twice)}**"),
         ("hung", lambda r: str(r.count("hung"))),

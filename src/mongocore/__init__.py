@@ -16,6 +16,7 @@ the simulator (:mod:`mongocore.sim`) nor the command line.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from mongocore._version import DRIVER_NAME, __version__, version, version_tuple
@@ -75,9 +76,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mongocore' has no attribute {name!r}")
-    import importlib  # noqa: PLC0415
-
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # (importlib itself would cost more than the lookup)
+    value = getattr(sys.modules[module], name)
     globals()[name] = value  # later lookups do not come here again
     return value
 

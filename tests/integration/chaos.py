@@ -134,6 +134,9 @@ class Write:
     error: str = ""
     #: How long the driver call took (None if it never returned).
     seconds: Optional[float] = None
+    #: The error said the write was certainly not applied (mongocore's
+    #: ``write_may_have_been_applied is False``): the judge checks it.
+    claimed_not_applied: bool = False
 
 
 @dataclass
@@ -145,6 +148,8 @@ class Verdict:
     duplicate_key_errors: list[str] = field(default_factory=list)
     counter_violations: list[str] = field(default_factory=list)
     unknown_applied: int = 0
+    #: Tokens present although their write's error said it was not applied.
+    false_not_applied: list[str] = field(default_factory=list)
 
     @property
     def applied_twice(self) -> list[str]:
@@ -187,6 +192,8 @@ def judge(
             verdict.duplicate_key_errors.extend(write.tokens)
         else:
             verdict.unknown_applied += sum(1 for t in write.tokens if present[t] > 0)
+            if write.claimed_not_applied:
+                verdict.false_not_applied.extend(t for t in write.tokens if present[t] > 0)
     return verdict
 
 
@@ -211,6 +218,10 @@ class ChaosReport:
     def count(self, outcome: str) -> int:
         return sum(1 for w in self.writes if w.outcome == outcome)
 
+    @property
+    def claimed_not_applied(self) -> int:
+        return sum(1 for w in self.writes if w.claimed_not_applied)
+
     def latency_ms(self, quantile: int) -> float:
         """The ``quantile``-th percentile (1 to 99) of the driver calls that returned
         (acknowledged or raised), in milliseconds."""
@@ -226,6 +237,7 @@ class ChaosReport:
             v.lost
             or v.applied_twice
             or v.counter_violations
+            or v.false_not_applied
             or self.crashes
             or self.duplicate_key_replies
         )
@@ -244,6 +256,8 @@ class ChaosReport:
             f"acknowledged:                 {self.count('acknowledged')}",
             f"unknown outcome:              {self.count('unknown')} (error raised to the"
             f" caller; {v.unknown_applied} of their statements applied)",
+            f"said not applied:             {self.claimed_not_applied} of them"
+            f" ({len(v.false_not_applied)} statements applied all the same)",
             f"faults fired/armed:           {faults}",
             f"lost:                         {len(v.lost)} acknowledged statements",
             f"applied twice:                {len(v.applied_twice)} statements"
@@ -415,7 +429,7 @@ def run_chaos(
                         if stop.is_set():
                             write.outcome = "not run"
                             continue
-                        outcome, error = "acknowledged", ""
+                        outcome, error, claimed = "acknowledged", "", False
                         with progress.cond:
                             running[number] = (write, time.monotonic())
                         begun = time.perf_counter()
@@ -424,12 +438,14 @@ def run_chaos(
                         except driver.error as exc:
                             outcome = "duplicate key" if is_duplicate_key(exc) else "unknown"
                             error = f"{type(exc).__name__}: {exc}"
+                            claimed = getattr(exc, "write_may_have_been_applied", None) is False
                         took = time.perf_counter() - begun
                         with progress.cond:
                             del running[number]
                             if write.outcome == "hung":
                                 continue  # given up on; what it returned comes too late
                             write.outcome, write.error, write.seconds = outcome, error, took
+                            write.claimed_not_applied = claimed
                             if outcome == "acknowledged":
                                 progress.acknowledged += 1
                                 progress.cond.notify_all()

@@ -55,6 +55,7 @@ def test_retryable_writes_survive_chaos() -> None:
     assert verdict.lost == [], "every acknowledged write is there"
     assert verdict.applied_twice == [], "no write was applied twice"
     assert verdict.counter_violations == []
+    assert verdict.false_not_applied == [], 'an error said "not applied" of a write applied'
     assert report.duplicate_key_replies == 0
     for kind in FAULT_KINDS:
         assert report.faults_fired[kind] >= 1, f"the fault {kind!r} never fired"
@@ -99,3 +100,16 @@ def test_the_judge() -> None:
     assert any("n=3" in v and "<= 2 (attempted)" in v for v in bad.counter_violations)
     assert any("n=0" in v for v in bad.counter_violations)
     assert any("zz" in v for v in bad.counter_violations)
+
+
+def test_the_judge_checks_errors_that_say_not_applied() -> None:
+    """An error claiming "the write was not applied" of a write that is there is a
+    defect of that claim (docs/errors.md, "Was my write applied?")."""
+    writes = [
+        Write("insert", "docs00", ("a",), "unknown", claimed_not_applied=True),
+        Write("insert", "docs00", ("b",), "unknown", claimed_not_applied=True),
+        Write("insert", "docs00", ("c",), "unknown"),
+    ]
+    verdict = judge(writes, {}, {"a": 1, "c": 1})
+    assert verdict.false_not_applied == ["a"]
+    assert verdict.unknown_applied == 2

@@ -36,7 +36,9 @@ from mongocore.errors import (
     ProtocolError,
 )
 from mongocore.io.command_monitoring import run_command as monitored_command
-from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
+from mongocore.io.connection import Connection, connect
+from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.establishment import Cancellation
 from tests.integration.mock_servers import (
     Background,
     HelloResponder,

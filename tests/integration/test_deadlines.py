@@ -31,7 +31,8 @@ from mongocore.core.wire import (
 from mongocore.core.wire.codec import Message
 from mongocore.errors import NetworkTimeout
 from mongocore.io.auth import Authenticator
-from mongocore.io.connection import ConnectionSettings, connect
+from mongocore.io.connection import connect
+from mongocore.io.connection_settings import ConnectionSettings
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 #: The drip's pace: each byte arrives far sooner than any timeout used here.

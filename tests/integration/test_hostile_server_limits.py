@@ -30,7 +30,8 @@ from mongocore.core.wire import (
     pack_header,
 )
 from mongocore.errors import NetworkError, ProtocolError
-from mongocore.io.connection import Connection, ConnectionSettings, connect
+from mongocore.io.connection import Connection, connect
+from mongocore.io.connection_settings import ConnectionSettings
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)

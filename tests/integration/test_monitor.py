@@ -30,8 +30,9 @@ from mongocore.core.events import (
 from mongocore.core.options import ClientOptions
 from mongocore.core.wire import encode_op_msg
 from mongocore.errors import NetworkError, NetworkTimeout
-from mongocore.io.connection import ConnectionSettings
-from mongocore.io.monitor import Monitor, MonitorSettings, streaming_enabled
+from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.monitor import Monitor
+from mongocore.io.monitor_settings import MonitorSettings, streaming_enabled
 from tests.integration.mock_servers import (
     DEADLINE,
     Background,

@@ -53,7 +53,8 @@ from mongocore.io.auth import (  # noqa: E402
     authenticator_for,
     in_authentication,
 )
-from mongocore.io.connection import Connection, ConnectionSettings, connect  # noqa: E402
+from mongocore.io.connection import Connection, connect  # noqa: E402
+from mongocore.io.connection_settings import ConnectionSettings  # noqa: E402
 from mongocore.io.srv import options_with_seedlist  # noqa: E402
 from mongocore.sim import ReplicaSet, Standalone, User, server_tls_context  # noqa: E402
 from mongocore.sim.member import Process  # noqa: E402

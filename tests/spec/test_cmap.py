@@ -44,8 +44,11 @@ from mongocore.core.events import (
     PoolReadyEvent,
 )
 from mongocore.errors import PoolClearedError, PoolClosedError, WaitQueueTimeoutError
-from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
-from mongocore.io.pool import Pool, pool_options_from_mapping
+from mongocore.io.connection import Connection, connect
+from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.establishment import Cancellation
+from mongocore.io.pool import Pool
+from mongocore.io.pool_options import pool_options_from_mapping
 from mongocore.sim import Standalone
 from tests.fake_connection import FakeConnection
 from tests.spec import deviations, specdata

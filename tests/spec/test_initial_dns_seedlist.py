@@ -49,7 +49,7 @@ from mongocore.api.client import Client
 from mongocore.core.events import TopologyDescriptionChangedEvent, TopologyListener
 from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError
-from mongocore.io.srv import DnsPythonResolver
+from mongocore.io.dns_resolver import DnsPythonResolver
 from mongocore.sim import LoadBalanced, MemberConfig, ReplicaSet, ShardedCluster
 from tests.spec import deviations, specdata
 from tests.spec.dns_zone import DnsServer, Zone, parse_records

@@ -29,7 +29,7 @@ from mongocore.api.results import (
 )
 from mongocore.core.address import Address
 from mongocore.errors import InvalidOperation
-from mongocore.io.executor import CommandOutcome, Operation
+from mongocore.io.operation import CommandOutcome, Operation
 
 ADDRESS = Address("db.example", 27017)
 

@@ -9,7 +9,7 @@ from mongocore import DRIVER_NAME, __version__
 from mongocore.api.client import Client
 from mongocore.driver_info import DriverInfo, DriverInfoList, append_driver_info
 from mongocore.errors import ConfigurationError
-from mongocore.io.connection import client_metadata
+from mongocore.io.handshake import client_metadata
 from mongocore.sim import Standalone
 
 BASE = {"driver": {"name": "mongocore", "version": "1.0"}, "os": {"type": "Linux"}, "platform": "P"}

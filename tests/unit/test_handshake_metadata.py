@@ -9,7 +9,7 @@ import bson
 import pytest
 
 from mongocore import DRIVER_NAME, __version__
-from mongocore.io.connection import MAX_METADATA_SIZE, client_metadata, detect_faas
+from mongocore.io.handshake import MAX_METADATA_SIZE, client_metadata, detect_faas
 
 NO_DOCKER = "/nonexistent/.dockerenv"
 OS = {"type": "Linux", "name": "Example Linux 1.0", "architecture": "x86_64", "version": "6.1"}

@@ -19,15 +19,17 @@ import mongocore
 PACKAGE = Path(mongocore.__file__).parent
 
 #: The layer of each top-level part of the package; a module may import only from
-#: its own layer or lower ones. errors and driver_info are leaves every layer uses.
+#: its own layer or lower ones. errors, driver_info and server_api are leaves every layer uses.
 LAYERS = {
     "_version": 0,
     "errors": 0,
     "driver_info": 0,
+    "server_api": 0,
     "core": 0,
     "io": 1,
     "api": 2,
     "read_concern": 2,
+    "client_session": 2,
     "write_concern": 2,
     "read_preferences": 2,
     "monitoring": 2,

@@ -21,11 +21,11 @@ from mongocore.api.client import Client
 from mongocore.core import options as options_module
 from mongocore.core.option_names import NOT_SUPPORTED, UnknownOptionWarning
 from mongocore.core.options import CLIENT_KEYWORDS, ClientOptions
-from mongocore.core.uri import (
+from mongocore.core.uri import parse_uri
+from mongocore.core.uri_options import (
     DEPRECATED_OPTIONS,
     OPTIONS,
     URI_OPTION_SPELLINGS,
-    parse_uri,
     validate_option,
 )
 from mongocore.errors import ConfigurationError

@@ -14,7 +14,8 @@ from bson import ObjectId
 from mongocore.core.address import Address
 from mongocore.errors import WaitQueueTimeoutError
 from mongocore.io.pinning import CURSOR, TRANSACTION, PinnedConnection
-from mongocore.io.pool import Pool, PoolOptions
+from mongocore.io.pool import Pool
+from mongocore.io.pool_options import PoolOptions
 from tests.fake_connection import FakeConnection
 
 ADDRESS = Address("lb.example.com", 27017)

@@ -40,12 +40,9 @@ from mongocore.errors import (
     PoolClosedError,
     WaitQueueTimeoutError,
 )
-from mongocore.io.pool import (
-    Pool,
-    PoolOptions,
-    PoolState,
-    pool_options_from_mapping,
-)
+from mongocore.io.pool import Pool
+from mongocore.io.pool_base import PoolState
+from mongocore.io.pool_options import PoolOptions, pool_options_from_mapping
 from tests.fake_connection import FakeConnection
 
 ADDRESS = Address("localhost", 27017)
@@ -566,13 +563,20 @@ def test_clear_interrupts_in_use_connections(
     (cleared,) = recorder.of(PoolClearedEvent)
     assert cleared.interrupt_in_use_connections is True
     assert a.close_reasons == ["stale"] and b.close_reasons == ["stale"]
-    assert pool.total_connection_count == 0
-    pool.check_in(a)  # accepted, not closed or reported twice
+    # Closed at once, reported closed when checked in (checkedIn, then closed).
+    assert recorder.of(ConnectionClosedEvent) == []
+    pool.clear(interrupt_in_use_connections=True)  # not closed twice
     assert a.close_reasons == ["stale"]
-    assert len(recorder.of(ConnectionClosedEvent)) == 2
-    assert len(recorder.of(ConnectionCheckedInEvent)) == 1
+    pool.check_in(a)
+    assert a.close_reasons == ["stale"]
+    returned = (ConnectionCheckedInEvent, ConnectionClosedEvent)
+    assert [type(e) for e in recorder.events if isinstance(e, returned)] == list(returned)
+    assert recorder.of(ConnectionClosedEvent)[0].reason == "stale"
+    assert pool.total_connection_count == 1  # b is still checked out
     with pytest.raises(ValueError):
         pool.check_in(a)
+    pool.check_in(b)
+    assert b.close_reasons == ["stale"] and pool.total_connection_count == 0
     pool.ready()
     fresh = pool.check_out()
     pool.clear(interrupt_in_use_connections=False)
@@ -989,6 +993,8 @@ class PoolMachine(RuleBasedStateMachine):
             clock=self.clock,
         )
         self.held: list[Any] = []
+        # Held connections an interrupting clear closed: reported closed when checked in.
+        self.interrupted: set[int] = set()
 
     @rule()
     def check_out(self) -> None:
@@ -1009,6 +1015,8 @@ class PoolMachine(RuleBasedStateMachine):
 
     @rule(interrupt=st.booleans())
     def clear(self, interrupt: bool) -> None:
+        if interrupt and self.pool.state is not PoolState.CLOSED:
+            self.interrupted.update(c.id for c in self.held)
         self.pool.clear(interrupt_in_use_connections=interrupt)
 
     @rule()
@@ -1038,7 +1046,8 @@ class PoolMachine(RuleBasedStateMachine):
         in_use = [c for c in self.held if c.id not in closed_ids]
         assert pool.total_connection_count == pool.available_connection_count + len(in_use)
         for conn in self.factory.made:
-            assert len(conn.close_reasons) == (1 if conn.id in closed_ids else 0)
+            closed = conn.id in closed_ids or conn.id in self.interrupted
+            assert len(conn.close_reasons) == (1 if closed else 0)
         created = [e.connection_id for e in self.recorder.of(ConnectionCreatedEvent)]
         assert created == list(range(1, len(created) + 1))
 

@@ -28,7 +28,8 @@ from mongocore.core.events import (
 )
 from mongocore.errors import NetworkError, OperationFailure, PoolClearedError
 from mongocore.io import pool_log as pl
-from mongocore.io.pool import Pool, PoolOptions
+from mongocore.io.pool import Pool
+from mongocore.io.pool_options import PoolOptions
 from tests.fake_connection import FakeConnection
 from tests.log_capture import LogRecords, capture
 

@@ -322,6 +322,8 @@ NOT_FOR_A_PLAIN_CLIENT = (
     "mongomock",
     "dns",  # SRV lookups (dnspython)
     "mongocore.io.srv",
+    "mongocore.io.srv_polling",
+    "mongocore.io.dns_resolver",
     "ssl",  # TLS
     "mongocore.io.tls",
     "mongocore.io.auth",  # authentication: SCRAM (hmac, hashlib), X.509, ...

@@ -26,7 +26,7 @@ from mongocore.core.retry_policy import (
 )
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import NetworkError, OperationFailure, PoolClearedError, WriteConcernError
-from mongocore.io.executor import apply_read_preference
+from mongocore.io.operation import apply_read_preference
 
 ADDRESS = Address("db", 27017)
 

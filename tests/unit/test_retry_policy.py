@@ -44,7 +44,7 @@ from mongocore.errors import (
     WaitQueueTimeoutError,
     WriteConcernError,
 )
-from mongocore.io.executor import apply_read_preference
+from mongocore.io.operation import apply_read_preference
 
 ADDRESS = Address("db1", 27017)
 

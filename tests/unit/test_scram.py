@@ -28,7 +28,7 @@ from mongocore.io.auth import (
     select_default_mechanism,
     speculative_auth_for,
 )
-from mongocore.io.connection import ConnectionSettings
+from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.sim import Security, User
 from mongocore.sim.codes import CommandError
 

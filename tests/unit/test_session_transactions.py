@@ -7,19 +7,22 @@ tests/integration/test_transactions_interop_sim.py run transactions against serv
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from typing import Any
 
+import pymongo.client_session
 import pytest
 from bson import Timestamp
 
+import mongocore.client_session
 from mongocore.api.client import Client
 from mongocore.api.transaction_options import TransactionOptions
 from mongocore.core.retry_policy import RetryKind
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.core.transaction_state import TransactionState
 from mongocore.errors import ConfigurationError, InvalidOperation
-from mongocore.io.executor import Command, Operation
+from mongocore.io.operation import Command, Operation
 from mongocore.io.transaction_commands import add_transaction_fields, prepare_operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
@@ -206,3 +209,24 @@ def test_a_session_that_is_not_causally_consistent_sends_no_after_cluster_time(
             "autocommit": False,
         }
         session.abort_transaction()
+
+
+def test_the_names_and_parameters_are_pymongos() -> None:
+    assert mongocore.client_session.TransactionOptions is TransactionOptions
+    pairs = [
+        (TransactionOptions.__init__, pymongo.client_session.TransactionOptions.__init__),
+        (
+            mongocore.client_session.ClientSession.start_transaction,
+            pymongo.client_session.ClientSession.start_transaction,
+        ),
+        (
+            mongocore.client_session.ClientSession.with_transaction,
+            pymongo.client_session.ClientSession.with_transaction,
+        ),
+    ]
+    for ours, theirs in pairs:
+        assert list(inspect.signature(ours).parameters) == list(
+            inspect.signature(theirs).parameters
+        ), ours
+    for name in ("commit_transaction", "abort_transaction", "in_transaction"):
+        assert hasattr(mongocore.client_session.ClientSession, name)

@@ -1,4 +1,5 @@
-"""Unit tests for mongocore.io.srv: seed-list discovery and SRV polling, with fake DNS."""
+"""Unit tests for mongocore.io.srv, srv_polling and dns_resolver: seed-list discovery and
+SRV polling, with fake DNS."""
 
 from __future__ import annotations
 
@@ -21,22 +22,22 @@ from mongocore.core.address import Address
 from mongocore.core.description.types import TopologyType
 from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, InvalidURI
+from mongocore.io.dns_resolver import DnsPythonResolver, Resolver, TtlResolver
 from mongocore.io.srv import (
-    MIN_RESCAN_SRV_INTERVAL,
-    DnsPythonResolver,
-    Resolver,
     SeedList,
-    SrvPoller,
-    TtlResolver,
     is_valid_srv_target,
     merge_txt_options,
     options_with_seedlist,
     parse_txt_options,
-    rescan_srv_interval,
     resolve_seedlist,
     select_srv_hosts,
     srv_domain_name,
     srv_query_name,
+)
+from mongocore.io.srv_polling import (
+    MIN_RESCAN_SRV_INTERVAL,
+    SrvPoller,
+    rescan_srv_interval,
     updated_srv_hosts,
 )
 

@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mongocore.core.address import DEFAULT_PORT, Address
-from mongocore.core.uri import canonical_option_name, parse_uri, validate_option
+from mongocore.core.uri import parse_uri
+from mongocore.core.uri_options import canonical_option_name, validate_option
 from mongocore.errors import ConfigurationError, InvalidURI
 
 # The warnings these tests provoke are what they assert on (parsed.warnings); they

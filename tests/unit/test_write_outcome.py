@@ -30,7 +30,9 @@ from mongocore.errors import (
     WriteConcernError,
     command_error_from_reply,
 )
-from mongocore.io.connection import Connection, ConnectionSettings, request_not_sent
+from mongocore.io.connection import Connection
+from mongocore.io.connection_io import request_not_sent
+from mongocore.io.connection_settings import ConnectionSettings
 
 ADDRESS = Address("db", 27017)
 

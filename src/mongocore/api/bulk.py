@@ -22,7 +22,7 @@ from mongocore.errors import (
     error_code,
 )
 from mongocore.io.command_monitoring import next_operation_id
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
@@ -128,7 +128,8 @@ class _BulkWrite:
                 _raise_single_write_errors(self.last_reply)
         elif result["writeErrors"] or result["writeConcernErrors"]:
             raise BulkWriteError(result)
-        return BulkWriteResult(copy.deepcopy(result), True, self.inserted_ids)
+        # No copy: this bulk is used once, and nothing else holds its result.
+        return BulkWriteResult(result, True, self.inserted_ids)
 
     def _run_group(self, group: _Batch) -> None:
         collection = self.collection

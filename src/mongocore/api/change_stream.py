@@ -30,7 +30,7 @@ from mongocore.core.change_streams import (
     kills_old_cursor,
 )
 from mongocore.errors import InvalidOperation, MongoCoreError
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client

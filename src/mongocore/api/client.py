@@ -4,7 +4,9 @@ Seeds: server-discovery-and-monitoring.md ("Client construction": no I/O in the
 constructor except the SRV lookup; "Client closing") and server-selection.rst
 ("Use of read preferences with commands": the generic command method). Driver
 Sessions: the client owns the server session pool and the highest cluster time
-seen ("MongoClient changes", "endSessions" when the client closes).
+seen ("MongoClient changes", "endSessions" when the client closes). The commands
+(the generic command method, listDatabases, dropDatabase) are
+:mod:`mongocore.api.client_commands`.
 
 ``client["db"]["coll"]`` reaches the CRUD API (:mod:`mongocore.api.collection`); every
 operation runs through the executor of :mod:`mongocore.io.executor`.
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
 
 from bson import ObjectId
 
+from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
 from mongocore.api.client_session import ClientSession, SessionOptions
 from mongocore.api.transaction_options import TransactionOptions
@@ -30,8 +33,7 @@ from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import EventPublisher, Listener
 from mongocore.core.options import ClientOptions
-from mongocore.core.retry_policy import RetryKind, is_acknowledged
-from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
+from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.driver_info import DriverInfo, DriverInfoList
 from mongocore.errors import (
     ConfigurationError,
@@ -45,31 +47,35 @@ from mongocore.errors import (
 from mongocore.io.command_log import command_log_listeners
 from mongocore.io.command_monitoring import run_command
 from mongocore.io.connection import (
-    Cancellation,
     Connection,
-    ConnectionSettings,
     connect,
     handshake_service_id,
     in_authentication,
 )
-from mongocore.io.executor import AttemptContext, Command, Executor, Operation
-from mongocore.io.executor import apply_read_preference as _apply_read_preference
+from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.establishment import Cancellation
+from mongocore.io.executor import Executor
 from mongocore.io.log_messages import topology_log_listeners
-from mongocore.io.monitor import Monitor, MonitorSettings
-from mongocore.io.pool import Pool, PoolOptions
+from mongocore.io.monitor import Monitor
+from mongocore.io.monitor_settings import MonitorSettings
+from mongocore.io.operation import apply_read_preference as _apply_read_preference
+from mongocore.io.pool import Pool
 from mongocore.io.pool_log import connection_log_listeners
+from mongocore.io.pool_options import PoolOptions
 from mongocore.io.sessions import ClusterClock, ServerSession, ServerSessionPool
 from mongocore.io.topology import Server, Topology
 from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import expand_read_preference_keyword
+from mongocore.server_api import ServerApi
 from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
-    from mongocore.api.command_cursor import CommandCursor
     from mongocore.api.database import Database
     from mongocore.core.description.settings import TopologySettings
     from mongocore.io.auth import Authenticator
-    from mongocore.io.srv import Resolver, SrvConfiguration, SrvPoller
+    from mongocore.io.dns_resolver import Resolver
+    from mongocore.io.srv import SrvConfiguration
+    from mongocore.io.srv_polling import SrvPoller
 
 _log = logging.getLogger("mongocore.client")
 
@@ -80,7 +86,7 @@ END_SESSIONS_BATCH = 10_000
 END_SESSIONS_TIMEOUT = 2.0
 
 
-class Client(DeploymentInfo, ClientWatch):
+class Client(DeploymentInfo, ClientWatch, ClientCommands):
     """A client for one MongoDB deployment.
 
     ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
@@ -96,6 +102,9 @@ class Client(DeploymentInfo, ClientWatch):
 
     A library wrapping mongocore names itself in the handshake with ``driver_info``
     (or later with :meth:`append_metadata`).
+
+    ``server_api`` (a :class:`~mongocore.server_api.ServerApi`) declares the server
+    API version (the Stable API) every command of this client runs under.
     """
 
     def __init__(
@@ -105,8 +114,11 @@ class Client(DeploymentInfo, ClientWatch):
         event_listeners: Iterable[Listener] = (),
         srv_resolver: Optional[Resolver] = None,
         driver_info: Optional[DriverInfo] = None,
+        server_api: Optional[ServerApi] = None,
         **options: Any,
     ) -> None:
+        if server_api is not None and not isinstance(server_api, ServerApi):
+            raise TypeError(f"server_api must be an instance of ServerApi, not {type(server_api)}")
         uri = _uri_of(uri_or_hosts)
         # Known before the topology exists: the pools' log messages carry it.
         topology_id = ObjectId()
@@ -141,7 +153,9 @@ class Client(DeploymentInfo, ClientWatch):
         # reaches the handshakes of pool and monitoring connections created afterwards.
         self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
         self._connection_settings = deferred_dataclass.replace(
-            ConnectionSettings.from_options(self._options), driver_info=self._driver_info
+            ConnectionSettings.from_options(self._options),
+            driver_info=self._driver_info,
+            server_api=server_api,
         )
         self._authenticator = _authenticator_for(self._options)
         self._pool_options = PoolOptions(
@@ -174,7 +188,8 @@ class Client(DeploymentInfo, ClientWatch):
         self._executor = Executor(self, self._cluster_clock)
         self._topology.open()
         if srv.seedlist is not None:
-            from mongocore.io.srv import DnsPythonResolver, SrvPoller  # noqa: PLC0415
+            from mongocore.io.dns_resolver import DnsPythonResolver  # noqa: PLC0415
+            from mongocore.io.srv_polling import SrvPoller  # noqa: PLC0415
 
             self._srv_poller = SrvPoller(
                 srv.options.srv_host or "",
@@ -370,70 +385,6 @@ class Client(DeploymentInfo, ClientWatch):
         )
         return ClientSession(self, options)
 
-    def list_databases(
-        self,
-        session: Optional[ClientSession] = None,
-        *,
-        filter: Optional[Mapping[str, Any]] = None,
-        name_only: Optional[bool] = None,
-        authorized_databases: Optional[bool] = None,
-        comment: Any = None,
-        timeout_ms: Optional[float] = None,
-    ) -> CommandCursor:
-        """The databases of the deployment (listDatabases; a retryable read).
-
-        A "should-use-primary" helper (server selection, "Use of read preferences with
-        commands"): it reads from the primary and takes no read preference."""
-        self._check_open()
-        owned = session is None
-        use = ClientSession(self, implicit=True) if session is None else session
-
-        def build(ctx: AttemptContext) -> Command:
-            body: dict[str, Any] = {"listDatabases": 1}
-            if filter is not None:
-                body["filter"] = dict(filter)
-            if name_only is not None:
-                body["nameOnly"] = name_only
-            if authorized_databases is not None:
-                body["authorizedDatabases"] = authorized_databases
-            if comment is not None:
-                body["comment"] = comment
-            return Command(body)
-
-        op = Operation(
-            name="listDatabases",
-            database="admin",
-            build=build,
-            session=use,
-            retry=RetryKind.READ,
-            read_preference=ReadPreference(Mode.PRIMARY),
-            timeout_ms=timeout_ms,
-        )
-        try:
-            outcome = self._executor.run(op)
-        finally:
-            if owned:
-                use.end_session()
-        databases = [dict(d) for d in outcome.reply.get("databases", [])]
-        from mongocore.api.command_cursor import CommandCursor  # noqa: PLC0415
-
-        return CommandCursor(self, outcome.address, databases, codec_options=self._codec_options)
-
-    def list_database_names(
-        self, session: Optional[ClientSession] = None, comment: Any = None
-    ) -> list[str]:
-        """The names of the deployment's databases (listDatabases with nameOnly)."""
-        with self.list_databases(session, name_only=True, comment=comment) as cursor:
-            return [str(d["name"]) for d in cursor]
-
-    def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
-        """Drop a database (dropDatabase, never retried)."""
-        database = self[name]
-        command: dict[str, Any] = {"dropDatabase": 1}
-        if not self._write_concern.is_server_default:
-            command["writeConcern"] = self._write_concern.document
-        database.command(command, session=session)
-
     def _acquire_server_session(self) -> ServerSession:
         return self._session_pool.acquire(self._session_timeout_minutes())
 
@@ -449,65 +400,6 @@ class Client(DeploymentInfo, ClientWatch):
     def _check_open(self) -> None:
         if self._closed:
             raise InvalidOperation("Cannot use MongoClient after close")
-
-    def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
-        """The server's buildInfo (version, versionArray, gitVersion, ...), from the
-        primary, as pymongo's ``server_info()``."""
-        return self.command(
-            "admin", {"buildinfo": 1}, ReadPreference(Mode.PRIMARY), session=session
-        )
-
-    # --- the generic command method -------------------------------------------------------
-
-    def command(
-        self,
-        database: str,
-        document: Mapping[str, Any],
-        read_preference: Optional[ReadPreference] = None,
-        *,
-        session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
-    ) -> dict[str, Any]:
-        """Run one command, as the generic command method: never retried.
-
-        Server selection treats it as a read with read preference primary unless one
-        is given here; the client's default read preference is ignored, as the seed
-        requires. The document is sent as it is, plus the session id and cluster
-        time (the caller's document is not changed); no transaction number is ever
-        added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
-        writeConcernError is returned as it is, after SDAM has looked at it.
-        """
-        self._check_open()
-        # One immutable instance for every command (selection caches per description).
-        rp = read_preference if read_preference is not None else PRIMARY
-        owned = session is None
-        use = ClientSession(self, implicit=True) if session is None else session
-
-        def build(ctx: AttemptContext) -> Command:
-            return Command(dict(document))
-
-        name = next(iter(document), "command")
-        write_concern = document.get("writeConcern")
-        op = Operation(
-            name=str(name),
-            database=database,
-            build=build,
-            session=use,
-            retry=RetryKind.NONE,
-            read_preference=rp,
-            # An unacknowledged command never carries a session id.
-            acknowledged=write_concern is None
-            or not isinstance(write_concern, Mapping)
-            or is_acknowledged(write_concern),
-            timeout_ms=timeout_ms,
-            # Given here, it stands in a transaction (else the transaction's applies).
-            explicit_read_preference=read_preference is not None,
-        )
-        try:
-            return self._executor.run(op).reply
-        finally:
-            if owned:
-                use.end_session()
 
     def run_on(self, server: Server, database: str, command: dict[str, Any]) -> dict[str, Any]:
         """Check out a connection to ``server``, run ``command``, hand SDAM any error.

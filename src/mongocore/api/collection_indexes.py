@@ -15,7 +15,7 @@ from mongocore.api.command_cursor import CommandCursor, _cursor_options
 from mongocore.api.cursor_options import IndexSpec
 from mongocore.api.types import Document
 from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 
 
 class CollectionIndexes(CollectionBase):

@@ -21,7 +21,7 @@ from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     OperationFailure,
 )
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 
 
 class CollectionReads(CollectionBase):

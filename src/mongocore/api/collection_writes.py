@@ -44,7 +44,7 @@ from mongocore.api.results import (
 from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.retry_policy import RetryKind
-from mongocore.io.executor import AttemptContext, Command, Operation
+from mongocore.io.operation import AttemptContext, Command, Operation
 
 
 class ReturnDocument(enum.Enum):

@@ -18,7 +18,7 @@ from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     OperationFailure,
 )
-from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client

@@ -15,7 +15,7 @@ from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     InvalidOperation,
 )
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection

@@ -23,7 +23,7 @@ from mongocore.errors import (
     OperationFailure,
     error_code,
 )
-from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
 from mongocore.io.pinning import CURSOR, PinnedConnection
 
 if TYPE_CHECKING:
@@ -109,6 +109,13 @@ class _CursorBase:
         return self
 
     def __next__(self) -> Document:
+        # The common case in this one frame: the next document of the current batch
+        # (a batch is only ever set once the cursor has started).
+        position = self._position
+        buffer = self._buffer
+        if position < len(buffer):
+            self._position = position + 1
+            return buffer[position]
         document = self._next()
         if document is None:
             raise StopIteration
@@ -124,6 +131,17 @@ class _CursorBase:
     def to_list(self, length: Optional[int] = None) -> list[Document]:
         out: list[Document] = []
         while length is None or len(out) < length:
+            buffer, position = self._buffer, self._position
+            if position < len(buffer):
+                # The rest of the batch (or what ``length`` allows) in one slice.
+                end = (
+                    len(buffer)
+                    if length is None
+                    else min(len(buffer), position + length - len(out))
+                )
+                out.extend(buffer[position:end])
+                self._position = end
+                continue
             document = self._next()
             if document is None:
                 break

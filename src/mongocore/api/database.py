@@ -29,7 +29,7 @@ from mongocore.errors import (
     InvalidOperation,
     OperationFailure,
 )
-from mongocore.io.executor import AttemptContext, Command
+from mongocore.io.operation import AttemptContext, Command
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 

@@ -37,7 +37,7 @@ from mongocore.core.transaction_state import (
     TransactionState,
 )
 from mongocore.errors import InvalidOperation, MongoCoreError, write_concern_error_from_reply
-from mongocore.io.executor import AttemptContext, Command, Operation
+from mongocore.io.operation import AttemptContext, Command, Operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 

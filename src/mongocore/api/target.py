@@ -16,7 +16,7 @@ from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     ConfigurationError,
 )
-from mongocore.io.executor import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 

@@ -21,7 +21,8 @@ from mongocore.core.address import Address, parse_address
 from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, ConnectionFailure, OperationFailure
 from mongocore.io.auth import authenticator_for
-from mongocore.io.connection import ConnectionSettings, connect
+from mongocore.io.connection import connect
+from mongocore.io.connection_settings import ConnectionSettings
 
 __all__ = ["ACTIONS", "add_control_parser", "control_main", "sim_control"]
 

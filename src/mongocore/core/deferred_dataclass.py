@@ -48,7 +48,9 @@ def materialize(cls: type) -> type:
         return cls
     with _LOCK:
         for klass in reversed(cls.__mro__):
-            options = _PENDING.pop(klass, None)
+            # A class leaves _PENDING only once complete: a thread that sees it there
+            # (the fast path above included) comes here and waits on the lock.
+            options = _PENDING.get(klass)
             if options is None:
                 continue
             import dataclasses  # noqa: PLC0415 - the deferred import is the point
@@ -57,10 +59,28 @@ def materialize(cls: type) -> type:
                 if isinstance(value, _FieldSpec):
                     setattr(klass, name, dataclasses.field(**value.options))
             # The stub goes first, so that dataclasses writes __init__ as for any class.
+            # Until it has, another thread's new instance waits in the __new__ guard
+            # below: without it, that thread would find no __init__ at all and fail
+            # with object.__new__'s TypeError.
             if getattr(vars(klass).get("__init__"), "_deferred", False):
                 delattr(klass, "__init__")
             dataclasses.dataclass(klass, **options)
+            klass._deferred_complete = True  # type: ignore[attr-defined]
+            del _PENDING[klass]
     return cls
+
+
+def _guarded_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    """``__new__`` of a deferred dataclass: until the class is complete, wait for (or
+    do) its completion, so that the ``__init__`` Python looks up next is the
+    dataclass's. It stays in place afterwards (CPython cannot take a __new__ set on a
+    class back: object.__new__ would then refuse the arguments)."""
+    if not cls.__dict__.get("_deferred_complete"):
+        materialize(cls)
+    return object.__new__(cls)
+
+
+_guarded_new._deferred = True  # type: ignore[attr-defined]
 
 
 def _stub_init(cls: type) -> Callable[..., None]:
@@ -82,6 +102,8 @@ def _dataclass(cls: Any = None, /, **options: Any) -> Any:
     def wrap(klass: type) -> type:
         _PENDING[klass] = options
         klass.__init__ = _stub_init(klass)  # type: ignore[misc]
+        if "__new__" not in vars(klass):
+            klass.__new__ = _guarded_new  # type: ignore[assignment, method-assign]
         return klass
 
     return wrap if cls is None else wrap(cls)

@@ -27,13 +27,13 @@ from mongocore.core.description.settings import (
     TopologySettings,
 )
 from mongocore.core.option_names import NOT_SUPPORTED, nearest_name
-from mongocore.core.uri import (
+from mongocore.core.uri import _parse
+from mongocore.core.uri_checks import check_options
+from mongocore.core.uri_options import (
     OPTIONS,
     URI_OPTION_SPELLINGS,
-    _lower_key,
-    _parse,
     canonical_option_name,
-    check_options,
+    lower_key,
     redact_options,
     validate_option,
 )
@@ -118,7 +118,7 @@ _TLS_INSECURE_IMPLIES = (
 
 def _kwarg_key(key: str) -> str:
     """Keyword names match canonical names case-insensitively; snake_case works too."""
-    return _lower_key(key.replace("_", ""))
+    return lower_key(key.replace("_", ""))
 
 
 _CANONICAL_BY_KWARG: dict[str, str] = {_kwarg_key(name): name for name in OPTIONS}
@@ -336,6 +336,7 @@ CLIENT_KEYWORDS = (
     "event_listeners",
     "srv_resolver",
     "driver_info",
+    "server_api",
     *CODEC_KEYWORDS.values(),
 )
 
@@ -358,7 +359,7 @@ def _unknown_keyword_message(key: str) -> str:
     """The error for an unknown keyword option, naming the nearest valid one (in the
     caller's style: ``retry_writes`` for ``retry_write``, ``retryWrites`` for
     ``retryWrite``)."""
-    reason = NOT_SUPPORTED.get(_lower_key(key))
+    reason = NOT_SUPPORTED.get(lower_key(key))
     if reason is not None:
         return f"unknown client option {key!r}: {reason}"
     if _kwarg_key(key) in _CLIENT_KEYWORDS_BY_KWARG:

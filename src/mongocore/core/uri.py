@@ -6,7 +6,9 @@ Key Value Pairs") and the URI Options spec ("List of specified options",
 "Conflicting TLS options", "directConnection URI option with multiple seeds or SRV
 URI"), with the URI validation rules those refer to: Initial DNS Seedlist Discovery
 (srvServiceName, srvMaxHosts), Load Balancer mode (through the SDAM configuration
-check), SOCKS5 proxy options and max staleness.
+check), SOCKS5 proxy options and max staleness. The options table and the value
+validators are :mod:`mongocore.core.uri_options`; the forbidden combinations,
+:mod:`mongocore.core.uri_checks`.
 
 No DNS lookups happen here: a ``mongodb+srv://`` URI keeps its one SRV host name
 unresolved in :attr:`ConnectionString.srv_host`.
@@ -31,431 +33,47 @@ from __future__ import annotations
 import logging
 import re
 import types
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, NamedTuple, Optional
-
-from bson.codec_options import DatetimeConversion
+from collections.abc import Mapping
+from typing import Any, NamedTuple, Optional
 
 from mongocore.core.address import DEFAULT_PORT, Address
 from mongocore.core.deferred_dataclass import dataclass
-from mongocore.core.description.settings import DEFAULT_HEARTBEAT_FREQUENCY_MS, check_configuration
 from mongocore.core.option_names import (
     NOT_SUPPORTED,
     UnknownOptionWarning,
     nearest_name,
     warn_unknown_option,
 )
-from mongocore.errors import ConfigurationError, InvalidURI
+from mongocore.core.uri_checks import check_options
+from mongocore.core.uri_options import (
+    DEPRECATED_BY_LOWER,
+    DEPRECATED_OPTIONS,
+    OPTIONS,
+    PROXY_OPTIONS,
+    SSL_ALIAS,
+    URI_OPTION_SPELLINGS,
+    InvalidValue,
+    canonical_option_name,
+    lower_key,
+    redact_options,
+    show_value,
+)
+from mongocore.errors import InvalidURI
 
 __all__ = [
-    "DEPRECATED_OPTIONS",
-    "OPTIONS",
     "SCHEME",
     "SRV_SCHEME",
-    "URI_OPTION_SPELLINGS",
     "ConnectionString",
-    "OptionSpec",
+    # Documented public as mongocore.core.uri.UnknownOptionWarning (docs/connecting.md);
+    # it lives in option_names and is re-exported here.
     "UnknownOptionWarning",
-    "canonical_option_name",
-    "check_options",
     "parse_uri",
-    "redact_options",
-    "validate_option",
 ]
 
 _log = logging.getLogger("mongocore.uri")
 
 SCHEME = "mongodb"
 SRV_SCHEME = "mongodb+srv"
-
-_INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
-# The handshake spec's limit on the client application name.
-APP_NAME_MAX_BYTES = 128
-
-AUTH_MECHANISMS = (
-    "SCRAM-SHA-1",
-    "SCRAM-SHA-256",
-    "MONGODB-X509",
-    "GSSAPI",
-    "PLAIN",
-    "MONGODB-AWS",
-    "MONGODB-OIDC",
-)
-READ_PREFERENCE_MODES = (
-    "primary",
-    "primaryPreferred",
-    "secondary",
-    "secondaryPreferred",
-    "nearest",
-)
-SERVER_MONITORING_MODES = ("stream", "poll", "auto")
-KNOWN_COMPRESSORS = ("snappy", "zlib", "zstd")
-
-# "Conflicting TLS options": each pair may not appear together.
-_TLS_CONFLICTS = (
-    ("tlsInsecure", "tlsAllowInvalidCertificates"),
-    ("tlsInsecure", "tlsAllowInvalidHostnames"),
-    ("tlsInsecure", "tlsDisableOCSPEndpointCheck"),
-    ("tlsInsecure", "tlsDisableCertificateRevocationCheck"),
-    ("tlsAllowInvalidCertificates", "tlsDisableOCSPEndpointCheck"),
-    ("tlsAllowInvalidCertificates", "tlsDisableCertificateRevocationCheck"),
-    ("tlsDisableOCSPEndpointCheck", "tlsDisableCertificateRevocationCheck"),
-)
-_PROXY_OPTIONS = ("proxyHost", "proxyPort", "proxyUsername", "proxyPassword")
-
-# authMechanismProperties whose values are credentials (e.g. AWS_SESSION_TOKEN).
-_SECRET_PROPERTY = re.compile(r"SECRET|PASSWORD|_TOKEN\Z", re.IGNORECASE)
-
-
-class _InvalidValue(Exception):
-    """An option value failed validation; the message names the option (and value)."""
-
-
-def _show(value: object) -> str:
-    """A value as shown in messages: its repr, shortened when very long."""
-    if isinstance(value, str) and len(value) > 80:
-        value = value[:77] + "..."
-    return repr(value)
-
-
-# --- value validators ----------------------------------------------------------
-# Each takes (option name, value, notes) and returns the typed value or raises
-# _InvalidValue. URI values arrive as str; keyword arguments may also arrive typed.
-# ``notes`` collects non-fatal warnings (e.g. an unknown compressor name).
-
-Validator = Callable[[str, object, list[str]], object]
-
-
-def _boolean(name: str, value: object, notes: list[str]) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise _InvalidValue(f"{name} must be 'true' or 'false', not {_show(value)}")
-
-
-def _parse_int(value: object) -> Optional[int]:
-    """An int from an int (not bool) or a decimal string; None if it is neither."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value) and len(value) <= 24:
-        return int(value)
-    return None
-
-
-def _integer(
-    minimum: int,
-    maximum: int = _INT32_MAX,
-    *,
-    also: tuple[int, ...] = (),
-    description: Optional[str] = None,
-) -> Validator:
-    if description is None:
-        if maximum in (_INT32_MAX, _INT64_MAX):
-            description = f"an integer >= {minimum}"
-        else:
-            description = f"an integer from {minimum} to {maximum}"
-
-    def validate(name: str, value: object, notes: list[str]) -> int:
-        number = _parse_int(value)
-        if number is None or not (number in also or minimum <= number <= maximum):
-            if number is not None and number > maximum:
-                raise _InvalidValue(
-                    f"{name} must be {description} (at most {maximum}), not {_show(value)}"
-                )
-            raise _InvalidValue(f"{name} must be {description}, not {_show(value)}")
-        return number
-
-    return validate
-
-
-def _string(*, non_empty: bool = True, secret: bool = False) -> Validator:
-    def validate(name: str, value: object, notes: list[str]) -> str:
-        if not isinstance(value, str):
-            shown = "" if secret else f", not {_show(value)}"
-            raise _InvalidValue(f"{name} must be a string{shown}")
-        if non_empty and not value:
-            raise _InvalidValue(f"{name} must be a non-empty string, not ''")
-        return value
-
-    return validate
-
-
-def _choice(choices: Sequence[str]) -> Validator:
-    allowed = ", ".join(repr(c) for c in choices)
-
-    def validate(name: str, value: object, notes: list[str]) -> str:
-        if isinstance(value, str) and value in choices:
-            return value
-        raise _InvalidValue(f"{name} must be one of {allowed}, not {_show(value)}")
-
-    return validate
-
-
-def _app_name(name: str, value: object, notes: list[str]) -> str:
-    text = _string(non_empty=False)(name, value, notes)
-    assert isinstance(text, str)
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > APP_NAME_MAX_BYTES:
-        raise _InvalidValue(
-            f"{name} must be at most {APP_NAME_MAX_BYTES} bytes in UTF-8, "
-            f"not {_show(text)} ({size} bytes)"
-        )
-    return text
-
-
-def _key_value_pairs(name: str, value: object, *, secret_values: bool) -> dict[str, str]:
-    """``k1:v1,k2:v2``; the key ends at the first ':' so values may contain ':'."""
-    if isinstance(value, Mapping):
-        pairs: dict[str, str] = {}
-        for key, item in value.items():
-            if not isinstance(key, str) or not key or not isinstance(item, str):
-                raise _InvalidValue(f"{name} must map non-empty string keys to strings")
-            pairs[key] = item
-        return pairs
-    if not isinstance(value, str):
-        raise _InvalidValue(f"{name} must be a string of KEY:value pairs or a mapping")
-    pairs = {}
-    if value == "":
-        return pairs
-    for position, item in enumerate(value.split(","), 1):
-        key, colon, item_value = item.partition(":")
-        if not colon or not key:
-            # Values may be credentials: name the position, never the text.
-            shown = "" if secret_values else f", not {_show(value)}"
-            raise _InvalidValue(
-                f"{name} must be comma-separated KEY:value pairs (item {position} "
-                f"has no key or no ':'){shown}"
-            )
-        if key in pairs:
-            raise _InvalidValue(f"{name} names the key {key!r} more than once")
-        pairs[key] = item_value
-    return pairs
-
-
-def _auth_mechanism_properties(name: str, value: object, notes: list[str]) -> dict[str, str]:
-    return _key_value_pairs(name, value, secret_values=True)
-
-
-def _tag_set(name: str, value: object, notes: list[str]) -> dict[str, str]:
-    """One readPreferenceTags occurrence; the empty string is the empty tag set."""
-    return _key_value_pairs(name, value, secret_values=False)
-
-
-def _compressors(name: str, value: object, notes: list[str]) -> list[str]:
-    if isinstance(value, str):
-        items = [] if value == "" else value.split(",")
-    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        items = list(value)
-    else:
-        raise _InvalidValue(f"{name} must be a comma-separated list of names, not {_show(value)}")
-    result: list[str] = []
-    for item in items:
-        if item in KNOWN_COMPRESSORS:
-            if item not in result:
-                result.append(item)
-        else:
-            # The compression spec: an unsupported compressor is skipped, not fatal.
-            notes.append(f"unsupported compressor {item!r} in {name}; ignored")
-    return result
-
-
-def _write_concern_w(name: str, value: object, notes: list[str]) -> object:
-    number = _parse_int(value)
-    if number is not None:
-        if number < 0:
-            raise _InvalidValue(
-                f"{name} must be a non-negative integer or a tag name, not {_show(value)}"
-            )
-        return number
-    if isinstance(value, str) and value:
-        return value
-    raise _InvalidValue(f"{name} must be a non-negative integer or a tag name, not {_show(value)}")
-
-
-# RFC 6335 section 5.1: 1-15 characters, letters, digits and hyphens, at least one
-# letter, no leading, trailing or doubled hyphen.
-_SERVICE_NAME = re.compile(r"(?=.{1,62}\Z)(?=.*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\Z")
-
-
-def _srv_service_name(name: str, value: object, notes: list[str]) -> str:
-    if isinstance(value, str) and _SERVICE_NAME.match(value):
-        return value
-    raise _InvalidValue(f"{name} must be a valid SRV service name (RFC 6335), not {_show(value)}")
-
-
-# Codec options (pymongo's URI options of the same names; mongocore.core.codec builds the
-# CodecOptions from them).
-UUID_REPRESENTATIONS = ("unspecified", "standard", "pythonLegacy", "javaLegacy", "csharpLegacy")
-UNICODE_DECODE_ERROR_HANDLERS = (
-    "strict",
-    "replace",
-    "ignore",
-    "backslashreplace",
-    "surrogateescape",
-)
-
-
-def _datetime_conversion(name: str, value: object, notes: list[str]) -> object:
-    """A DatetimeConversion, its name ("DATETIME_AUTO") or its number."""
-    try:
-        if isinstance(value, DatetimeConversion):
-            return value
-        if isinstance(value, str):
-            return DatetimeConversion(int(value)) if value.isdigit() else DatetimeConversion[value]
-        if isinstance(value, int) and not isinstance(value, bool):
-            return DatetimeConversion(value)
-    except (KeyError, ValueError):
-        pass
-    names = ", ".join(repr(c.name) for c in DatetimeConversion)
-    raise _InvalidValue(f"{name} must be one of {names}, not {_show(value)}")
-
-
-class OptionSpec(NamedTuple):
-    """One supported option: its canonical name and how its value is validated."""
-
-    name: str
-    validate: Validator
-    secret: bool = False
-    #: Repeated keys build a list, in URI order (readPreferenceTags).
-    repeatable: bool = False
-
-
-_timeout = _integer(0)
-
-#: Every supported option, keyed by its canonical (URI Options spec) spelling.
-OPTIONS: Mapping[str, OptionSpec] = types.MappingProxyType(
-    {
-        spec.name: spec
-        for spec in (
-            OptionSpec("appname", _app_name),
-            OptionSpec("authMechanism", _choice(AUTH_MECHANISMS)),
-            OptionSpec("authMechanismProperties", _auth_mechanism_properties),
-            OptionSpec("authSource", _string()),
-            OptionSpec("compressors", _compressors),
-            OptionSpec("connectTimeoutMS", _timeout),
-            OptionSpec("datetime_conversion", _datetime_conversion),
-            OptionSpec("directConnection", _boolean),
-            OptionSpec("enableOverloadRetargeting", _boolean),
-            OptionSpec("heartbeatFrequencyMS", _integer(500)),
-            OptionSpec("journal", _boolean),
-            OptionSpec("loadBalanced", _boolean),
-            OptionSpec("localThresholdMS", _integer(0)),
-            OptionSpec("maxAdaptiveRetries", _integer(0)),
-            OptionSpec("maxConnecting", _integer(1)),
-            OptionSpec("maxIdleTimeMS", _timeout),
-            OptionSpec("maxPoolSize", _integer(0)),
-            OptionSpec(
-                "maxStalenessSeconds",
-                _integer(90, also=(-1,), description="-1 or an integer >= 90"),
-            ),
-            OptionSpec("minPoolSize", _integer(0)),
-            OptionSpec("proxyHost", _string()),
-            OptionSpec("proxyPassword", _string(secret=True), secret=True),
-            OptionSpec("proxyPort", _integer(1, 65535)),
-            OptionSpec("proxyUsername", _string()),
-            OptionSpec("readConcernLevel", _string()),
-            OptionSpec("readPreference", _choice(READ_PREFERENCE_MODES)),
-            OptionSpec("readPreferenceTags", _tag_set, repeatable=True),
-            OptionSpec("replicaSet", _string()),
-            OptionSpec("retryReads", _boolean),
-            OptionSpec("retryWrites", _boolean),
-            OptionSpec("serverMonitoringMode", _choice(SERVER_MONITORING_MODES)),
-            OptionSpec("serverSelectionTimeoutMS", _integer(1)),
-            OptionSpec("socketTimeoutMS", _timeout),
-            OptionSpec("srvMaxHosts", _integer(0)),
-            OptionSpec("srvServiceName", _srv_service_name),
-            OptionSpec("timeoutMS", _timeout),
-            OptionSpec("tls", _boolean),
-            OptionSpec("tlsAllowInvalidCertificates", _boolean),
-            OptionSpec("tlsAllowInvalidHostnames", _boolean),
-            OptionSpec("tlsCAFile", _string()),
-            OptionSpec("tlsCertificateKeyFile", _string()),
-            OptionSpec("tlsCertificateKeyFilePassword", _string(secret=True), secret=True),
-            OptionSpec("tlsDisableCertificateRevocationCheck", _boolean),
-            OptionSpec("tlsDisableOCSPEndpointCheck", _boolean),
-            OptionSpec("tlsInsecure", _boolean),
-            OptionSpec("tz_aware", _boolean),
-            OptionSpec("unicode_decode_error_handler", _choice(UNICODE_DECODE_ERROR_HANDLERS)),
-            OptionSpec("uuidRepresentation", _choice(UUID_REPRESENTATIONS)),
-            OptionSpec("w", _write_concern_w),
-            OptionSpec("waitQueueTimeoutMS", _timeout),
-            OptionSpec("wTimeoutMS", _integer(0, _INT64_MAX)),
-            OptionSpec("zlibCompressionLevel", _integer(-1, 9)),
-        )
-    }
-)
-
-#: Renamed keys still accepted ("Deprecated Key Value Pairs"): old name -> new name.
-DEPRECATED_OPTIONS: Mapping[str, str] = types.MappingProxyType(
-    {
-        "j": "journal",
-        "wtimeout": "wTimeoutMS",
-        "secondaryAcceptableLatencyMS": "localThresholdMS",
-    }
-)
-
-# "ssl" is an equal alias of "tls" (not deprecated): all instances must agree.
-_SSL = "ssl"
-
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
-def _lower_key(key: str) -> str:
-    """Keys are normalized by lower-casing A-Z only; other characters stay as they are."""
-    return key.translate(_ASCII_LOWER)
-
-
-_BY_LOWER: dict[str, str] = {_lower_key(name): name for name in OPTIONS}
-_DEPRECATED_BY_LOWER: dict[str, str] = {_lower_key(name): name for name in DEPRECATED_OPTIONS}
-
-#: Every key a connection string accepts -> the name to suggest for a typo of it:
-#: canonical names as they are, ``ssl`` as itself (an equal alias), a deprecated key
-#: as its replacement.
-URI_OPTION_SPELLINGS: Mapping[str, str] = types.MappingProxyType(
-    {**{name: name for name in OPTIONS}, _SSL: _SSL, **DEPRECATED_OPTIONS}
-)
-
-
-def canonical_option_name(key: str) -> Optional[str]:
-    """The canonical spelling of a supported option key (case-insensitive), or None.
-
-    ``ssl`` maps to ``tls``; deprecated keys are not mapped (see DEPRECATED_OPTIONS).
-    """
-    lower = _lower_key(key)
-    if lower == _SSL:
-        return "tls"
-    return _BY_LOWER.get(lower)
-
-
-def validate_option(name: str, value: object) -> Any:
-    """Validate one option value given outside a URI (``name`` matched case-insensitively).
-
-    Accepts the URI string form or the typed value (``True``, ``100``, a list of
-    dicts for readPreferenceTags). Raises ConfigurationError naming the option and,
-    unless the option is a secret, the value.
-    """
-    canonical = name if name in OPTIONS else canonical_option_name(name)
-    if canonical is None:
-        suggestion = nearest_name(name, URI_OPTION_SPELLINGS, normalize=_lower_key)
-        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
-        raise ConfigurationError(f"unknown option {name!r}{hint}")
-    name, spec = canonical, OPTIONS[canonical]
-    notes: list[str] = []
-    try:
-        if spec.repeatable:
-            items = value if isinstance(value, (list, tuple)) else [value]
-            result: Any = [spec.validate(name, item, notes) for item in items]
-        else:
-            result = spec.validate(name, value, notes)
-    except _InvalidValue as exc:
-        raise ConfigurationError(str(exc)) from None
-    for note in notes:
-        _log.warning("%s", note)
-    return result
 
 
 # --- the parsed connection string ----------------------------------------------
@@ -490,20 +108,6 @@ class ConnectionString:
         )
 
 
-def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``options`` fit for display: secret values replaced by '***'."""
-    shown: dict[str, Any] = {}
-    for key, value in options.items():
-        spec = OPTIONS.get(key)
-        if spec is not None and spec.secret:
-            shown[key] = "***"
-        elif key == "authMechanismProperties" and isinstance(value, Mapping):
-            shown[key] = {k: "***" if _SECRET_PROPERTY.search(k) else v for k, v in value.items()}
-        else:
-            shown[key] = value
-    return shown
-
-
 # --- parsing -----------------------------------------------------------------------
 
 _BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -536,7 +140,9 @@ def _parse_port(text: str, host_text: str) -> int:
         port = int(text)
         if 1 <= port <= 65535:
             return port
-    raise InvalidURI(f"port must be an integer from 1 to 65535, not {_show(text)} in {host_text!r}")
+    raise InvalidURI(
+        f"port must be an integer from 1 to 65535, not {show_value(text)} in {host_text!r}"
+    )
 
 
 def _normalize_ipv6(literal: str) -> str:
@@ -765,8 +371,8 @@ def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _Parse
             raise InvalidURI(f"connection option {key!r} has no value: write {key}=<value>")
         if not key:
             raise InvalidURI("a connection option has an empty name")
-        lower = _lower_key(key)
-        old_name = _DEPRECATED_BY_LOWER.get(lower)
+        lower = lower_key(key)
+        old_name = DEPRECATED_BY_LOWER.get(lower)
         name = canonical_option_name(key)
         if name is None and old_name is None:
             message = _unknown_key_message(key, quote_keys=quote_keys)
@@ -779,17 +385,17 @@ def _parse_options(query: str, *, warn: bool, quote_keys: bool = True) -> _Parse
             name = DEPRECATED_OPTIONS[old_name]
         spec = OPTIONS[name]
         # Messages name the key as the user knows it: "ssl", "j", or the canonical name.
-        shown = old_name or ("ssl" if lower == _SSL else name)
+        shown = old_name or ("ssl" if lower == SSL_ALIAS else name)
         value_text = _decode(raw_value, f"the value of {shown}")
         given[name] = given.get(name, 0) + 1
-        if name in _PROXY_OPTIONS and given[name] > 1:
+        if name in PROXY_OPTIONS and given[name] > 1:
             # The SOCKS5 spec: a repeated proxy option is an error, not a warning.
             raise InvalidURI(f"{name} must not be given more than once")
 
         notes: list[str] = []
         try:
             value = spec.validate(shown, value_text, notes)
-        except _InvalidValue as exc:
+        except InvalidValue as exc:
             if not warn:
                 raise InvalidURI(str(exc)) from None
             warnings.append(f"{exc}; ignored")
@@ -830,93 +436,9 @@ def _unknown_key_message(key: str, *, quote_keys: bool) -> str:
     """
     if not quote_keys:
         return f"an unknown connection string option is ignored; {_WITHHELD}"
-    reason = NOT_SUPPORTED.get(_lower_key(key))
+    reason = NOT_SUPPORTED.get(lower_key(key))
     if reason is not None:
         return f"unsupported connection string option {key!r} ({reason}); ignored"
-    suggestion = nearest_name(key, URI_OPTION_SPELLINGS, normalize=_lower_key)
+    suggestion = nearest_name(key, URI_OPTION_SPELLINGS, normalize=lower_key)
     hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
     return f"unknown connection string option {key!r}{hint}; ignored"
-
-
-# --- option combinations ---------------------------------------------------------
-
-
-def check_options(
-    options: Mapping[str, Any],
-    *,
-    hosts: Sequence[Address],
-    is_srv: bool,
-    tls_conflicts: bool = True,
-) -> None:
-    """Raise ConfigurationError for option combinations the specs forbid.
-
-    ``options`` maps canonical names to typed values, holding only options that were
-    given. ``tls_conflicts=False`` skips the rules about which TLS options may
-    appear together (for callers that no longer know what was given).
-    """
-    if tls_conflicts:
-        for first, second in _TLS_CONFLICTS:
-            if first in options and second in options:
-                raise ConfigurationError(f"{first} and {second} cannot be given together")
-        if options.get("tls") is False:
-            others = sorted(k for k in options if k.startswith("tls") and k != "tls")
-            if others:
-                raise ConfigurationError(
-                    f"tls=false contradicts the TLS options also given: {', '.join(others)}"
-                )
-
-    # Initial DNS Seedlist Discovery, "URI Validation".
-    if not is_srv:
-        for name in ("srvServiceName", "srvMaxHosts"):
-            if name in options:
-                raise ConfigurationError(f"{name} can only be used with {SRV_SCHEME}://")
-    if options.get("srvMaxHosts", 0) > 0:
-        if "replicaSet" in options:
-            raise ConfigurationError("srvMaxHosts > 0 cannot be used with replicaSet")
-        if options.get("loadBalanced"):
-            raise ConfigurationError("srvMaxHosts > 0 cannot be used with loadBalanced=true")
-
-    # SDAM "Allowed configuration combinations" and Load Balancer URI validation.
-    check_configuration(
-        tuple(hosts),
-        direct_connection=options.get("directConnection"),
-        replica_set=options.get("replicaSet"),
-        load_balanced=bool(options.get("loadBalanced", False)),
-        srv=is_srv,
-        heartbeat_frequency_ms=options.get("heartbeatFrequencyMS", DEFAULT_HEARTBEAT_FREQUENCY_MS),
-    )
-
-    # Server selection, "Components of a read preference": mode primary takes
-    # neither tags nor a max staleness (an absent mode is primary).
-    mode = options.get("readPreference", "primary")
-    if mode == "primary":
-        tags = options.get("readPreferenceTags")
-        if tags and tags != [{}]:
-            raise ConfigurationError(
-                "readPreferenceTags cannot be used with read preference mode 'primary': "
-                "set readPreference to another mode"
-            )
-        staleness = options.get("maxStalenessSeconds")
-        if staleness is not None and staleness != -1:
-            raise ConfigurationError(
-                "maxStalenessSeconds cannot be used with read preference mode 'primary': "
-                "set readPreference to another mode"
-            )
-
-    max_pool = options.get("maxPoolSize")
-    min_pool = options.get("minPoolSize")
-    if max_pool and min_pool is not None and min_pool > max_pool:
-        raise ConfigurationError(
-            f"minPoolSize ({min_pool}) cannot be greater than maxPoolSize ({max_pool})"
-        )
-
-    if options.get("w") == 0 and options.get("journal") is True:
-        raise ConfigurationError("w=0 cannot be used with journal=true")
-
-    # SOCKS5 support, "MongoClient Configuration".
-    if "proxyHost" not in options:
-        given = [name for name in _PROXY_OPTIONS if name in options]
-        if given:
-            raise ConfigurationError(f"{', '.join(given)} cannot be used without proxyHost")
-    if ("proxyUsername" in options) != ("proxyPassword" in options):
-        raise ConfigurationError("proxyUsername and proxyPassword must be given together")

@@ -29,6 +29,7 @@ from mongocore.core.events import (
     CommandSucceededEvent,
     EventPublisher,
 )
+from mongocore.core.stable_api import add_api_fields
 from mongocore.core.wire import next_request_id
 from mongocore.errors import OperationFailure, command_error_from_reply
 from mongocore.io.connection import Connection
@@ -137,6 +138,11 @@ def run_command(
     """
     name = next(iter(command))
     listeners = publisher.command_listeners
+    # The declared API version's fields, added here (the connection would add them
+    # anyway) so that the started event shows the command as it is sent.
+    server_api = connection.settings.server_api
+    if server_api is not None:
+        add_api_fields(command, server_api)
     request_id = next_request_id()
     if operation_id is None:
         operation_id = request_id

@@ -4,7 +4,9 @@ It selects servers, checks out connections, builds each attempt's command afresh
 runs it with command events, hands errors to SDAM, and asks the policy of
 :mod:`mongocore.core.retry_policy` what to do next (seeds: retryable-writes.rst 1.0
 "Executing Retryable Write Commands", retryable-reads.rst 1.3.0 "Executing Retryable
-Read Commands").
+Read Commands"). What it runs (the operation, each attempt's command, the outcome) is
+:mod:`mongocore.io.operation`; when a connection stays pinned behind a load balancer,
+:mod:`mongocore.io.pinning`.
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Union
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.retry_policy import (
@@ -32,11 +33,6 @@ from mongocore.core.retry_policy import (
     needs_retryable_write_label,
     supports_retryable_reads,
     supports_retryable_writes,
-)
-from mongocore.core.selection.read_preference import (
-    Mode,
-    ReadPreference,
-    read_preference_for_server,
 )
 from mongocore.core.transaction_rules import (
     TransactionEndPolicy,
@@ -57,8 +53,20 @@ from mongocore.errors import (
     write_concern_error_from_reply,
 )
 from mongocore.io.command_monitoring import next_operation_id, run_command
-from mongocore.io.connection import request_not_sent
-from mongocore.io.pinning import CURSOR, TRANSACTION, PinnedConnection
+from mongocore.io.connection_io import request_not_sent
+from mongocore.io.operation import (
+    AttemptContext,
+    CommandOutcome,
+    Operation,
+    apply_read_preference,
+)
+from mongocore.io.pinning import (
+    CURSOR,
+    PinnedConnection,
+    cursor_id_of,
+    pin_cursor,
+    pin_transaction,
+)
 from mongocore.io.sessions import ClusterClock, newer_cluster_time
 from mongocore.io.transaction_commands import add_transaction_fields, prepare_operation
 
@@ -75,117 +83,6 @@ if TYPE_CHECKING:
 
 
 _log = logging.getLogger("mongocore.retry")
-
-
-class AttemptContext(NamedTuple):
-    """What an operation's command builder may look at for one attempt (one per
-    attempt, so a NamedTuple: cheaper to build than a frozen dataclass)."""
-
-    server: ServerDescription
-    topology_type: TopologyType
-    max_wire_version: int
-    connection: Connection
-    session: ClientSession
-    attempt: int
-
-
-class Command(NamedTuple):
-    """One attempt's command: the body, and OP_MSG document sequences.
-
-    ``sequences`` go on the wire (documents, or their BSON bytes); ``event_sequences``
-    are the same documents decoded, for command events, when ``sequences`` hold bytes.
-    """
-
-    body: dict[str, Any]
-    sequences: Optional[Mapping[str, Sequence[Any]]] = None
-    event_sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None
-
-
-CommandBuilder = Callable[[AttemptContext], Command]
-
-
-@dataclass
-class Operation:
-    """An operation for the executor: one command, rebuilt for each attempt.
-
-    ``read_preference`` None selects a writable server. ``read_concern`` (a
-    readConcern document, possibly empty) is sent by commands that take one, with
-    ``afterClusterTime`` added in a causally consistent session. ``address`` pins
-    the operation to one server (getMore, killCursors: no selection, one attempt).
-    ``timeout_ms`` bounds the whole operation, retries included.
-    """
-
-    name: str
-    database: str
-    build: CommandBuilder
-    session: ClientSession
-    retry: RetryKind = RetryKind.NONE
-    read_preference: Optional[ReadPreference] = None
-    read_concern: Optional[Mapping[str, Any]] = None
-    acknowledged: bool = True
-    timeout_ms: Optional[float] = None
-    address: Optional[Address] = None
-    operation_id: Optional[int] = None
-    #: The read preference was given to the operation itself (not inherited): in a
-    #: transaction it is kept instead of the transaction's.
-    explicit_read_preference: bool = False
-    #: The command opens a server cursor (find, aggregate, listCollections, ...): in
-    #: load-balanced mode its connection stays pinned to the cursor (CommandOutcome's
-    #: ``pinned``) while the cursor is open.
-    opens_cursor: bool = False
-    #: Run on this pinned connection (a cursor's getMore and killCursors behind a load
-    #: balancer): no selection, no checkout, one attempt.
-    pinned: Optional[PinnedConnection] = None
-    #: Filled in by the executor: the attempts made (commands sent or tried).
-    attempts: int = field(default=0)
-    #: Filled in by the executor: a failed attempt may have applied the write.
-    may_have_written: bool = field(default=False)
-
-
-class CommandOutcome(NamedTuple):
-    """A successful command: its reply, and where it ran (cursors continue there).
-
-    ``pinned``: the connection a cursor-opening command left pinned to its cursor
-    (load-balanced mode, the cursor still open); the cursor releases it."""
-
-    reply: dict[str, Any]
-    address: Address
-    server: ServerDescription
-    operation_id: int
-    pinned: Optional[PinnedConnection] = None
-
-
-def apply_read_preference(
-    command: dict[str, Any],
-    read_preference: ReadPreference,
-    topology_type: TopologyType,
-    server: ServerDescription,
-) -> None:
-    """Express the read preference in an OP_MSG command (server selection seed, "Use of
-    read preferences with commands", "Passing read preference to mongos"), by the
-    newer spec's OP_MSG rules where OP_MSG leaves the seed's OP_QUERY rules no way:
-
-    - OP_MSG has no secondaryOk bit. A mongos or load balancer gets ``$readPreference``
-      for every mode but primary, secondaryPreferred without tags nor
-      maxStalenessSeconds included (the seed's OP_QUERY rule expresses that one with
-      the bit alone);
-    - a replica set member gets the read preference document for every mode but
-      primary, and nothing for primary;
-    - a member reached directly (Single topology) gets ``{mode: primaryPreferred}``
-      for primary, else the document, so that it serves the read whatever its state;
-    - a Standalone gets nothing: it serves every read.
-    """
-    if "$readPreference" in command:
-        return
-    needed = read_preference_for_server(read_preference, topology_type, server.type)
-    if needed.document is not None:
-        command["$readPreference"] = needed.document
-    elif needed.secondary_ok:
-        if read_preference.mode is Mode.PRIMARY:
-            # A direct connection reads from any member (Topology type: Single).
-            command["$readPreference"] = {"mode": "primaryPreferred"}
-        else:
-            command["$readPreference"] = read_preference.document()
 
 
 #: Commands that take a readConcern (what the read operations send).
@@ -328,7 +225,7 @@ class Executor:
             else:
                 pinned: Optional[PinnedConnection] = None
                 if held is None:
-                    held = _pin_transaction(op, transaction, sd, pool, connection)
+                    held = pin_transaction(op, transaction, sd, pool, connection)
                 try:
                     refusal = policy.connection_ready(self._connection_supports(op, sd, connection))
                     if refusal is None:
@@ -349,7 +246,7 @@ class Executor:
                             deadline=deadline,
                             transaction=transaction,
                         )
-                        pinned = _pin_cursor(op, sd, pool, connection, reply, held=held)
+                        pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
                         return CommandOutcome(reply, server.address, sd, operation_id, pinned)
                 except _DeadlineExpired:
                     expired = True
@@ -434,7 +331,7 @@ class Executor:
             if connection.closed:
                 op.session._mark_dirty()
             raise
-        opened = op.opens_cursor and _cursor_id_of(reply) != 0
+        opened = op.opens_cursor and cursor_id_of(reply) != 0
         if opened:
             pinned.hold(CURSOR)  # a cursor opened on a transaction's connection
         return CommandOutcome(reply, pinned.address, sd, operation_id, pinned if opened else None)
@@ -649,54 +546,6 @@ class Executor:
 
 class _DeadlineExpired(Exception):
     """timeoutMS expired between two attempts, before the next one was sent."""
-
-
-def _cursor_id_of(reply: Mapping[str, Any]) -> int:
-    cursor = reply.get("cursor")
-    value = cursor.get("id") if isinstance(cursor, Mapping) else None
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _pin_cursor(
-    op: Operation,
-    sd: ServerDescription,
-    pool: Any,
-    connection: Connection,
-    reply: Mapping[str, Any],
-    *,
-    held: Optional[PinnedConnection] = None,
-) -> Optional[PinnedConnection]:
-    """Behind a load balancer, a command that opened a cursor keeps its connection
-    for the cursor's getMore and killCursors (Load Balancer spec, "Behaviour With
-    Cursors"); elsewhere the connection goes back to the pool at once. ``held``: the
-    connection of the transaction the command ran in, which the cursor shares."""
-    if not op.opens_cursor or sd.type is not ServerType.LOAD_BALANCER:
-        return None
-    if _cursor_id_of(reply) == 0:
-        return None
-    pinned = held if held is not None else PinnedConnection(pool, connection)
-    pinned.hold(CURSOR)
-    return pinned
-
-
-def _pin_transaction(
-    op: Operation,
-    transaction: Optional[Transaction],
-    sd: ServerDescription,
-    pool: Any,
-    connection: Connection,
-) -> Optional[PinnedConnection]:
-    """Behind a load balancer a transaction keeps the connection of its first command
-    for all the others (Load Balancer spec, "Behaviour With Transactions"), and lets
-    it go by the Transactions spec's "When to unpin". A commit or abort that finds
-    nothing pinned (a retry after an unpinning error) pins nothing."""
-    if transaction is None or sd.type is not ServerType.LOAD_BALANCER or op.name in END_COMMANDS:
-        return None
-    held = PinnedConnection(pool, connection)
-    held.hold(TRANSACTION)
-    transaction.pin(connection.address)
-    op.session._pin_connection(held)
-    return held
 
 
 def _connection_supports_sessions(connection: Connection) -> bool:

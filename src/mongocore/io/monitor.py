@@ -18,8 +18,10 @@ Protocols: the polling protocol sends ``{hello: 1}`` each time. The streaming pr
 used when enabled (``serverMonitoringMode`` "stream", or "auto" off FaaS platforms) and
 the server's hello carries a ``topologyVersion``, sends an awaitable hello with
 exhaustAllowed and then reads every reply the server streams, starting a separate RTT
-thread (``mongocore-rtt-<address>``) with its own connection that measures a plain
-hello every ``heartbeat_frequency``.
+thread (``mongocore-rtt-<address>``, :mod:`mongocore.io.rtt_monitor`) with its own
+connection that measures a plain hello every ``heartbeat_frequency``. The settings
+(heartbeat frequencies, the monitoring mode) are :mod:`mongocore.io.monitor_settings`;
+the dedicated connections other threads may abort, :mod:`mongocore.io.monitor_connection`.
 
 Failures: a failed check closes the monitoring connection and resets the RTT average,
 and is reported at once: the server becomes Unknown, with the error as text, and the
@@ -44,12 +46,11 @@ import logging
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Protocol
+from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 from bson.int64 import Int64
 
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import (
     ServerDescription,
     TopologyVersion,
@@ -63,6 +64,7 @@ from mongocore.core.events import (
     ServerHeartbeatSucceededEvent,
 )
 from mongocore.core.selection.rtt import RoundTripTimeAverager
+from mongocore.core.stable_api import hello_command_name
 from mongocore.errors import (
     MongoCoreError,
     NetworkError,
@@ -70,26 +72,21 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
-from mongocore.io.connection import Cancellation, Connection, ConnectionSettings, connect
-from mongocore.io.connection import detect_faas as _detect_faas
+from mongocore.io.connection import Connection, connect
+from mongocore.io.monitor_connection import CheckCancelled, ConnectionSlot, abort
 
-if TYPE_CHECKING:
-    from mongocore.core.options import ClientOptions
+# MonitorSettings is documented public as mongocore.io.monitor.MonitorSettings
+# (docs/monitoring.md): it lives in monitor_settings and is re-exported here.
+from mongocore.io.monitor_settings import MonitorSettings, streaming_enabled
+from mongocore.io.rtt_monitor import RttMonitor
 
 __all__ = [
-    "MIN_HEARTBEAT_FREQUENCY",
-    "SERVER_MONITORING_MODES",
     "Monitor",
     "MonitorSettings",
     "MonitorTarget",
-    "streaming_enabled",
 ]
 
 _log = logging.getLogger("mongocore.monitor")
-
-#: minHeartbeatFrequencyMS, in seconds.
-MIN_HEARTBEAT_FREQUENCY = 0.5
-SERVER_MONITORING_MODES = ("stream", "poll", "auto")
 
 
 class MonitorTarget(Protocol):
@@ -103,60 +100,6 @@ class MonitorTarget(Protocol):
     def on_server_check(
         self, description: ServerDescription, *, interrupt_in_use_connections: bool = False
     ) -> None: ...
-
-
-@dataclass(frozen=True)
-class MonitorSettings:
-    """How a monitor checks its server. Times are in seconds."""
-
-    heartbeat_frequency: float = 10.0
-    min_heartbeat_frequency: float = MIN_HEARTBEAT_FREQUENCY
-    connection: ConnectionSettings = field(default_factory=ConnectionSettings)
-    server_monitoring_mode: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.server_monitoring_mode not in SERVER_MONITORING_MODES:
-            raise ValueError(
-                f"serverMonitoringMode must be one of {SERVER_MONITORING_MODES},"
-                f" not {self.server_monitoring_mode!r}"
-            )
-        if not self.min_heartbeat_frequency > 0:
-            raise ValueError("min_heartbeat_frequency must be positive")
-        if not self.heartbeat_frequency >= self.min_heartbeat_frequency:
-            raise ValueError(
-                f"heartbeat_frequency ({self.heartbeat_frequency}s) must be at least"
-                f" min_heartbeat_frequency ({self.min_heartbeat_frequency}s)"
-            )
-
-    @classmethod
-    def from_options(cls, options: ClientOptions) -> MonitorSettings:
-        """Settings from a :class:`mongocore.core.options.ClientOptions`."""
-        return cls(
-            heartbeat_frequency=options.heartbeat_frequency_ms / 1000.0,
-            connection=ConnectionSettings.from_options(options),
-            server_monitoring_mode=options.server_monitoring_mode,
-        )
-
-    @property
-    def streaming_timeout(self) -> Optional[float]:
-        """Read timeout for awaitable hello replies: connectTimeoutMS + heartbeatFrequencyMS,
-        or none when connectTimeoutMS is 0 (no limit)."""
-        connect_timeout = self.connection.connect_timeout
-        return None if connect_timeout is None else connect_timeout + self.heartbeat_frequency
-
-
-def streaming_enabled(mode: str, environ: Optional[Mapping[str, str]] = None) -> bool:
-    """Whether ``serverMonitoringMode`` allows the streaming protocol here ("auto": not on
-    a FaaS platform, detected as for the handshake's ``client.env``)."""
-    if mode == "stream":
-        return True
-    if mode == "poll":
-        return False
-    return _detect_faas(environ) is None
-
-
-class _CheckCancelled(Exception):
-    """The check was cancelled (cancel_check or close) and must not be reported."""
 
 
 class _Outcome(NamedTuple):
@@ -178,74 +121,6 @@ def _is_network_error(exc: Optional[BaseException]) -> bool:
 def _is_timeout(exc: Optional[BaseException]) -> bool:
     """A heartbeat timeout: the server stopped answering within the check's timeout."""
     return isinstance(exc, NetworkTimeout)
-
-
-_Taken = tuple[Optional[Connection], Optional[Cancellation]]
-
-
-class _ConnectionSlot:
-    """The monitoring connection of one thread (the monitor's or the RTT thread's),
-    which other threads may abort.
-
-    The owner's lock guards the slot. ``close()`` and ``cancel_check()`` take what is
-    there under the lock and abort it outside (:func:`_abort`): I/O never happens
-    under the lock, and a blocked connect or read ends at once.
-    """
-
-    __slots__ = ("_lock", "cancellation", "connection")
-
-    def __init__(self, lock: threading.Lock) -> None:
-        self._lock = lock
-        self.connection: Optional[Connection] = None
-        self.cancellation: Optional[Cancellation] = None
-
-    def establish(
-        self,
-        connect: Callable[..., Connection],
-        address: Address,
-        settings: ConnectionSettings,
-        wanted: Callable[[], bool],
-        connection_id: int = 0,
-    ) -> Connection:
-        """Open a monitoring connection and keep it here, as long as ``wanted()``
-        (called with the lock held) stays true; else raise _CheckCancelled."""
-        cancellation = Cancellation()
-        with self._lock:
-            if not wanted():
-                raise _CheckCancelled()
-            self.cancellation = cancellation
-        try:
-            connection = connect(
-                address,
-                settings,
-                connection_id=connection_id,
-                monitoring=True,
-                cancellation=cancellation,
-            )
-        finally:
-            with self._lock:
-                self.cancellation = None
-        with self._lock:
-            keep = wanted()
-            if keep:
-                self.connection = connection
-        if not keep:
-            connection.close("cancelled")
-            raise _CheckCancelled()
-        return connection
-
-    def take_locked(self) -> _Taken:
-        """Empty the slot (the lock is held): the connection and any establishment."""
-        connection, self.connection = self.connection, None
-        return connection, self.cancellation
-
-
-def _abort(taken: _Taken, reason: str) -> None:
-    connection, cancellation = taken
-    if cancellation is not None:
-        cancellation.cancel()
-    if connection is not None:
-        connection.close(reason)
 
 
 class Monitor:
@@ -281,7 +156,7 @@ class Monitor:
         self._cond = threading.Condition(self._lock)
         # Guarded by _lock:
         self._thread: Optional[threading.Thread] = None
-        self._rtt_monitor: Optional[_RttMonitor] = None
+        self._rtt_monitor: Optional[RttMonitor] = None
         self._stopped = False
         self._check_requested = False
         #: A hello call is in progress: check requests are ignored meanwhile.
@@ -289,7 +164,7 @@ class Monitor:
         #: A request was ignored during the check in progress.
         self._request_ignored = False
         self._cancel_generation = 0
-        self._slot = _ConnectionSlot(self._lock)
+        self._slot = ConnectionSlot(self._lock)
         # Used by the monitor thread only:
         self._description = ServerDescription(address)
         self._hello_ok = False
@@ -354,7 +229,7 @@ class Monitor:
             self._checking = False
             taken = self._slot.take_locked()
             self._cond.notify_all()
-        _abort(taken, "cancelled")
+        abort(taken, "cancelled")
 
     def close(self) -> None:
         """Stop monitoring and join the monitor and RTT threads. Prompt even when a check
@@ -366,7 +241,7 @@ class Monitor:
             rtt_monitor = self._rtt_monitor
             thread = self._thread
             self._cond.notify_all()
-        _abort(taken, "monitor closed")
+        abort(taken, "monitor closed")
         if rtt_monitor is not None:
             rtt_monitor.close()
         if thread is not None and thread is not threading.current_thread():
@@ -576,7 +451,8 @@ class Monitor:
             if streamed.get("ok") != 1:
                 raise command_error_from_reply(streamed)
             return streamed
-        command_name = "hello" if self._hello_ok else "isMaster"
+        # With a declared API version legacy hello is never used (Stable API).
+        command_name = hello_command_name(self._hello_ok, settings.connection.server_api)
         topology_version = previous.topology_version
         if self._streaming and topology_version is not None:
             self._pace_awaitable_hello(generation)
@@ -622,7 +498,7 @@ class Monitor:
                 if remaining <= 0:
                     return
                 self._cond.wait(remaining)
-        raise _CheckCancelled()
+        raise CheckCancelled()
 
     def _establish(self, generation: int, connection_id: int) -> Connection:
         return self._slot.establish(
@@ -643,7 +519,7 @@ class Monitor:
     def _drop_connection(self) -> None:
         with self._lock:
             connection, _ = self._slot.take_locked()
-        _abort((connection, None), "error")
+        abort((connection, None), "error")
 
     # --- RTT thread ----------------------------------------------------------------------
 
@@ -651,7 +527,7 @@ class Monitor:
         with self._lock:
             if self._rtt_monitor is not None or self._stopped:
                 return
-            rtt_monitor = _RttMonitor(self._address, self._settings, self._rtt, self._connect)
+            rtt_monitor = RttMonitor(self._address, self._settings, self._rtt, self._connect)
             self._rtt_monitor = rtt_monitor
             # Started under the lock so that close() either sees it or stops it first.
             rtt_monitor.start()
@@ -696,86 +572,3 @@ class Monitor:
             *self._heartbeat_connection,
         )
         self._publisher.publish(self._listeners, "failed", event)
-
-
-class _RttMonitor:
-    """The RTT thread of the streaming protocol ("Measuring RTT").
-
-    Every heartbeat_frequency it runs a plain hello on its own connection and adds the
-    duration to the shared averager. Its errors only close its connection: they never
-    reach the topology, publish no events, and do not reset the average (the monitor
-    does that).
-    """
-
-    def __init__(
-        self,
-        address: Address,
-        settings: MonitorSettings,
-        averager: RoundTripTimeAverager,
-        connect: Callable[..., Connection],
-    ) -> None:
-        self._address = address
-        self._settings = settings
-        self._averager = averager
-        self._connect = connect
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._stopped = False
-        self._slot = _ConnectionSlot(self._lock)
-        self._hello_ok = False
-        self._thread = threading.Thread(
-            target=self._run, name=f"mongocore-rtt-{address}", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def close(self) -> None:
-        with self._lock:
-            self._stopped = True
-            taken = self._slot.take_locked()
-            self._cond.notify_all()
-        _abort(taken, "monitor closed")
-        if self._thread.ident is not None and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _run(self) -> None:
-        frequency = self._settings.heartbeat_frequency
-        while True:
-            try:
-                self._averager.add(self._ping())
-            except Exception as exc:
-                _log.debug("RTT measurement of %s failed: %s", self._address, exc)
-                with self._lock:
-                    connection, _ = self._slot.take_locked()
-                _abort((connection, None), "error")
-            with self._cond:
-                deadline = time.monotonic() + frequency
-                while not self._stopped:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
-                if self._stopped:
-                    return
-
-    def _ping(self) -> float:
-        connection = self._slot.connection
-        if connection is None or connection.closed:
-            start = time.monotonic()
-            connection = self._slot.establish(
-                self._connect,
-                self._address,
-                self._settings.connection,
-                lambda: not self._stopped,
-            )
-            self._hello_ok = connection.hello.get("helloOk") is True
-            duration = getattr(connection, "handshake_duration", None)
-            return duration if duration is not None else time.monotonic() - start
-        command_name = "hello" if self._hello_ok else "isMaster"
-        start = time.monotonic()
-        # "Clients MUST ignore the response to the hello command when measuring RTT."
-        reply = connection.command("admin", {command_name: 1, "helloOk": True}, check=False)
-        duration = time.monotonic() - start
-        self._hello_ok = reply.get("helloOk") is True
-        return duration

@@ -19,7 +19,7 @@ from mongocore.errors import InvalidOperation
 
 if TYPE_CHECKING:
     from mongocore.api.client_session import ClientSession
-    from mongocore.io.executor import Operation
+    from mongocore.io.operation import Operation
 
 
 def prepare_operation(op: Operation, transaction: Transaction) -> None:

@@ -3,7 +3,9 @@
 commands.py holds the CRUD, cursor and catalog commands; the diagnostic, statistics,
 explain, user-management and rename commands have modules of their own, and the reads
 also serve the collections a server builds from its own state (system_collections.py)
-and the aggregation stages that report on the server (``$collStats``, ``$currentOp``).
+and the aggregation stages that report on the server (``$collStats``, ``$currentOp``);
+``aggregate: 1`` goes to db_aggregate.py, and views (views.py) wrap the handlers of
+the commands they change.
 hello, fail points, authentication and the replSet* commands are the member's own.
 """
 
@@ -14,12 +16,15 @@ from collections.abc import Mapping
 
 from mongocore.sim import (
     catalog_commands,
+    change_streams,
+    db_aggregate,
     diagnostic_commands,
     explain,
     operations,
     storage_stats,
     system_collections,
     user_commands,
+    views,
 )
 from mongocore.sim import commands as base
 from mongocore.sim.codes import CommandError
@@ -33,7 +38,8 @@ _FIRST_ONLY = ("$collStats", "$currentOp")
 
 
 def _aggregate(read: Handler) -> Handler:
-    """aggregate: explain, the reporting stages, then any other pipeline."""
+    """aggregate: explain, the reporting stages, a database's aggregation, then any
+    other pipeline."""
 
     def handler(ctx: CommandContext) -> Reply:
         if ctx.cmd.get("explain"):
@@ -50,6 +56,9 @@ def _aggregate(read: Handler) -> Handler:
             return storage_stats.coll_stats_stage(ctx)
         if stage == "$currentOp":
             return operations.current_op_stage(ctx)
+        if ctx.target == 1 and not change_streams.is_change_stream(ctx.cmd):
+            return db_aggregate.cmd_aggregate_database(ctx)  # $documents, $listLocalSessions
+        db_aggregate.check_collection_pipeline(ctx.cmd)
         return read(ctx)
 
     return handler
@@ -82,6 +91,7 @@ def _table() -> dict[str, CommandSpec]:
     table["listIndexes"] = _with(
         table["listIndexes"], system_collections.wrap_list_indexes(table["listIndexes"].handler)
     )
+    views.install(table)  # reads of a view run its pipeline; writes are refused
     return table
 
 

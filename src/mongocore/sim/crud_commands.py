@@ -6,7 +6,8 @@ with ``index``/``code``/``errmsg`` and the error's own fields, ``cursor`` with
 ``id``/``ns``/``firstBatch``). Each command honours its ``collation`` (or the
 collection's default, :mod:`mongocore.sim.collation`), its ``let`` variables
 (:mod:`mongocore.sim.variables`) and ``bypassDocumentValidation``
-(:mod:`mongocore.sim.catalog`), or refuses what the simulator cannot honour.
+(:mod:`mongocore.sim.catalog`), or refuses what the simulator cannot honour. An
+aggregation ending in ``$merge`` writes through :mod:`mongocore.sim.merge_stage`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from bson import Int64
 from mongomock import filtering
 
-from mongocore.sim import change_streams
+from mongocore.sim import change_streams, merge_stage
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
 from mongocore.sim.query import aggregate, batch_size, distinct, project, select, sort_list
@@ -39,6 +40,8 @@ __all__ = [
     "cmd_find_and_modify",
     "cmd_insert",
     "cmd_update",
+    "out_target",
+    "write_out",
 ]
 
 Reply = dict[str, Any]
@@ -308,7 +311,7 @@ def aggregate_writes(cmd: Mapping[str, Any]) -> bool:
     )
 
 
-def _out_target(ctx: CommandContext, stage: Mapping[str, Any]) -> tuple[str, str]:
+def out_target(ctx: CommandContext, stage: Mapping[str, Any]) -> tuple[str, str]:
     out = stage["$out"]
     if isinstance(out, Mapping):
         return str(out.get("db", ctx.db)), str(out["coll"])
@@ -333,15 +336,19 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
         )
     coll = ctx.collection_name()
     variables = parse_let(cmd, "aggregate")
-    pipeline = variables.in_pipeline(list(cmd["pipeline"]))
+    merge = merge_stage.plan(ctx.db, cmd["pipeline"], variables)
+    stages = list(cmd["pipeline"])
+    if merge is None:
+        pipeline = variables.in_pipeline(stages)
+    else:
+        # A $merge stage binds its own variables ($$new, its let) per document.
+        pipeline = [*variables.in_pipeline(stages[:-1]), stages[-1]]
     writes = aggregate_writes(cmd)
     read_concern = cmd.get("readConcern")
     if writes and isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
         raise CommandError(
             72, "readConcern level 'linearizable' is not supported with an $out or $merge stage"
         )
-    if writes and "$merge" in pipeline[-1]:
-        raise CommandError(238, "the $merge stage is not supported by the simulator")
     collation = _collation(ctx, coll, cmd.get("collation"))
     if collation is not None and any(
         isinstance(stage, Mapping) and any(name in stage for name in _FOREIGN_STAGES)
@@ -354,9 +361,12 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     collection = source[ctx.db][coll]
     try:
         docs = aggregate(collection, pipeline[:-1] if writes else pipeline, collation)
-        if writes:
-            out_db, out_coll = _out_target(ctx, pipeline[-1])
-            _write_out(ctx, out_db, out_coll, docs)
+        if merge is not None:
+            merge.write(ctx.store, docs, collation=collation, bypass_validation=_bypass(ctx))
+            docs = []
+        elif writes:
+            out_db, out_coll = out_target(ctx, pipeline[-1])
+            write_out(ctx, out_db, out_coll, docs)
             docs = []
     except CommandError:
         raise
@@ -367,7 +377,7 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     return {"cursor": batch, "ok": 1.0}
 
 
-def _write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]]) -> None:
+def write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]]) -> None:
     """$out: replace the target's documents (checked against its validator unless
     bypassDocumentValidation), keeping its indexes and options."""
     options = ctx.store.options(db, coll)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
 
+from mongocore.sim.api_parameters import API_V1_COMMANDS
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import BUILD_VERSION, CommandContext, CommandSpec, Reply
 from mongocore.sim.security import UNAUTHENTICATED_COMMANDS
@@ -47,39 +48,6 @@ _REPLICA_SET_COMMANDS = (
     "replSetGetStatus",
     "replSetInitiate",
     "replSetStepDown",
-)
-
-# The commands of API version 1 (the Stable API), as listCommands marks them.
-API_V1_COMMANDS = frozenset(
-    {
-        "abortTransaction",
-        "aggregate",
-        "authenticate",
-        "collMod",
-        "commitTransaction",
-        "count",
-        "create",
-        "createIndexes",
-        "delete",
-        "distinct",
-        "drop",
-        "dropDatabase",
-        "dropIndexes",
-        "endSessions",
-        "explain",
-        "find",
-        "findAndModify",
-        "getMore",
-        "hello",
-        "insert",
-        "killCursors",
-        "listCollections",
-        "listDatabases",
-        "listIndexes",
-        "ping",
-        "refreshSessions",
-        "update",
-    }
 )
 
 

@@ -30,6 +30,7 @@ from mongocore.sim.commands import (
     CommandContext,
     aggregate_writes,
 )
+from mongocore.sim.local_sessions import touch as touch_session
 from mongocore.sim.member_state import (
     ARBITER,
     DOWN,
@@ -46,7 +47,9 @@ from mongocore.sim.replication import replay
 from mongocore.sim.server import Connection
 from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_read
+from mongocore.sim.store import translate_store_errors
 from mongocore.sim.transactions import LIFETIME_PARAMETER, is_transaction_command
+from mongocore.sim.where import OperationInterruption, has_where, resolve_where
 
 __all__ = [
     "ARBITER",
@@ -77,6 +80,7 @@ class Member(MemberState):
             if not self.reachable:
                 raise CommandError(6, f"Connection refused: {self.host} is unreachable")
             self.opcounters.record(name, cmd)
+            touch_session(self, conn, name, cmd)
             action = self.failpoints.fail_command(
                 name, None, internal=True, has_txn_number="txnNumber" in cmd
             )
@@ -112,10 +116,43 @@ class Member(MemberState):
         if view is not None and self._reads_own_copy(kind):
             replay(store, self.cond, [view], wait=True)
         try:
+            if has_where(name, cmd):
+                cmd = self._resolve_where(conn, name, db, cmd, kind=kind, secondary_ok=secondary_ok)
             return self._run_command(conn, name, db, cmd, secondary_ok=secondary_ok)
         finally:
             if kind == "write":
                 replay(store, self.cond, wait=False)
+
+    def _resolve_where(
+        self,
+        conn: Connection,
+        name: str,
+        db: str,
+        cmd: dict[str, Any],
+        *,
+        kind: str,
+        secondary_ok: bool,
+    ) -> dict[str, Any]:
+        """The command with its $where evaluated first, without the lock (sim/where.py)."""
+        if name != "aggregate" and is_transaction_command(name, cmd):
+            raise CommandError(238, "$where in a transaction is not supported by the simulator")
+
+        def read(db: str, coll: str, flt: Mapping[str, Any]) -> list[dict[str, Any]]:
+            with self.cond:
+                self._check_role(kind, secondary_ok)
+                own_copy = self.view is not None and self._reads_own_copy(kind)
+                guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
+                if own_copy and self.view is not None:
+                    guard = self.view.mutex
+                with guard:
+                    reader = self.reader() if own_copy else self._member_owner.store.client
+                    try:
+                        return list(reader[db][coll].find(flt))
+                    except Exception as exc:
+                        raise translate_store_errors(exc, f"{db}.{coll}") from exc
+
+        interruption = OperationInterruption(self, conn, name)
+        return resolve_where(name, db, cmd, read=read, interruption=interruption)
 
     def _run_command(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool

@@ -28,6 +28,7 @@ from typing import Any, Optional, Protocol
 
 from bson import Int64, ObjectId
 
+from mongocore.sim.api_parameters import check_api_parameters
 from mongocore.sim.codes import (
     TOPOLOGY_VERSION_CODES,
     CloseConnection,
@@ -44,6 +45,7 @@ from mongocore.sim.commands import (
 from mongocore.sim.control import SIM_CONTROL, run_control
 from mongocore.sim.error_labels import error_labels
 from mongocore.sim.failpoints import FailCommandAction, FailPoints, Mode
+from mongocore.sim.local_sessions import touch as touch_session
 from mongocore.sim.message_loop import HELLO_NAMES, MessageLoop, Outcome
 from mongocore.sim.operations import OpCounters, OperationTable
 from mongocore.sim.security import AUTH_COMMANDS, Security
@@ -259,6 +261,7 @@ class Process(MessageLoop):
     ) -> Optional[Outcome]:
         """Run one command, counted and listed in currentOp while it runs."""
         self.opcounters.record(name, cmd)
+        touch_session(self, conn, name, cmd)  # the session cache ($listLocalSessions)
         with self.operations.running(conn, name, db, cmd):
             return self._execute_command(conn, name, db, cmd, secondary_ok=secondary_ok)
 
@@ -274,6 +277,8 @@ class Process(MessageLoop):
             if handshake:
                 _record_handshake(conn, cmd)
             try:
+                # The Stable API parameters are checked first, the handshake's too.
+                check_api_parameters(name, cmd)
                 security.check_authorized(conn, name)
             except CommandError as exc:
                 return Outcome(self._error(exc, cmd))

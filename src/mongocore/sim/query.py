@@ -19,6 +19,7 @@ import mongomock
 from mongomock import filtering
 from pymongo import errors as pymongo_errors
 
+from mongocore.sim import pipeline_extensions  # noqa: F401  (adds stages to mongomock)
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, unwrap, wrap, wrap_query
 from mongocore.sim.mongomock_fixes import MISSING

@@ -47,6 +47,7 @@ from mongocore.sim.unique_index import UniqueIndexes
 from mongocore.sim.variables import Variables
 from mongocore.sim.writes import (
     check_storable,
+    check_update,
     has_positional,
     is_replacement,
     post_image,
@@ -242,6 +243,7 @@ class DataStore(Oplog):
             update = variables.in_pipeline(update)
         if multi and is_replacement(update):
             raise CommandError(9, "multi update is not supported for replacement-style update")
+        check_update(update, array_filters)
         if collation is not None and has_positional(update):
             raise CommandError(
                 238, "the positional $ operator with a collation is not supported by the simulator"
@@ -256,7 +258,9 @@ class DataStore(Oplog):
         try:
             targets = select(collection, query, collation=collation, limit=0 if multi else 1)
             if not targets and upsert:
-                image = post_image(None, query, update, array_filters=array_filters)
+                image = post_image(
+                    None, query, update, array_filters=array_filters, collation=collation
+                )
                 if "_id" not in image:
                     image = {"_id": ObjectId(), **image}
                 check_storable(image)
@@ -270,7 +274,9 @@ class DataStore(Oplog):
             scratch_query = query if collation is None else {}
             for pre in targets:
                 matched += 1
-                image = post_image(pre, scratch_query, update, array_filters=array_filters)
+                image = post_image(
+                    pre, scratch_query, update, array_filters=array_filters, collation=collation
+                )
                 if same_document(pre, image):
                     continue
                 options.check_document(image, pre, bypass=bypass_validation)
@@ -338,6 +344,8 @@ class DataStore(Oplog):
         if variables:
             query = variables.in_query(query)
             update = variables.in_pipeline(update)
+        if not remove:
+            check_update(update, array_filters)
         try:
             targets = select(collection, query, collation=collation, sort=_sort_spec(sort), limit=1)
         except CommandError:

@@ -7,6 +7,8 @@ validator, unique indexes, ``_id``) before anything is written. Unique indexes a
 checked by the store (sim/unique_index.py), not by mongomock, so that a DuplicateKey
 error carries the ``keyPattern`` and ``keyValue`` a 7.0 server reports, an index with
 a collation compares its keys under it, and the check is a lookup, not a scan.
+Pipeline updates are run by sim/update_pipeline.py, and ``$[]``/``$[<identifier>]``
+paths made concrete for the document by sim/array_filters.py first.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from typing import Any, Optional
 import bson
 import mongomock
 
+from mongocore.sim import array_filters as positional
 from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation
 from mongocore.sim.query import id_first
+from mongocore.sim.update_pipeline import apply_pipeline, check_pipeline, upsert_seed
 
 __all__ = [
     "check_storable",
+    "check_update",
     "has_positional",
     "is_replacement",
     "post_image",
@@ -46,6 +52,14 @@ def has_positional(update: Any) -> bool:
         isinstance(fields, Mapping) and any(_POSITIONAL.search(str(path)) for path in fields)
         for fields in update.values()
     )
+
+
+def check_update(update: Any, array_filters: Any) -> None:
+    """Refuse, before any document is read, what a server refuses when it parses an
+    update statement (its arrayFilters, its pipeline's stages)."""
+    positional.parse(update, array_filters)
+    if isinstance(update, list):
+        check_pipeline(update)
 
 
 def check_storable(doc: Mapping[str, Any]) -> None:
@@ -83,22 +97,36 @@ def post_image(
     update: Any,
     *,
     array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
+    collation: Optional[Collation] = None,
 ) -> Document:
     """The document ``update`` makes of ``pre`` (or, with ``pre`` None, the document an
     upsert inserts, built from the query's equality fields)."""
+    if isinstance(update, list):
+        return apply_pipeline(pre, upsert_seed(query), update)  # sim/update_pipeline.py
+    if positional.has_array_paths(update):
+        # $[] and $[<identifier>] become the concrete paths of this document.
+        filters = positional.parse(update, array_filters)
+        base = dict(pre) if pre is not None else upsert_seed(query)
+        update = positional.expand(base, update, filters, collation)
+        if not update:
+            return id_first(base) if pre is not None else _upserted_seed(base, query)
     scratch: Any = mongomock.MongoClient()["scratch"]["scratch"]
     if pre is not None:
         scratch.insert_one(dict(pre))
     kwargs: dict[str, Any] = {"upsert": pre is None}
     if is_replacement(update):
+        if pre is not None and "_id" in update and "_id" in pre and update["_id"] != pre["_id"]:
+            raise CommandError(
+                66,
+                "After applying the update, the (immutable) field '_id' was found to have been"
+                f" altered to _id: {update['_id']!r}",
+            )
         if pre is None and "_id" in update and update["_id"] is None:
             # mongomock refuses a replacement's null _id; the server stores it as it is.
             scratch.insert_one(dict(update))
         else:
             scratch.replace_one(dict(query) if pre is None else {}, dict(update), **kwargs)
     else:
-        if array_filters:
-            kwargs["array_filters"] = list(array_filters)
         scratch.update_one(dict(query), update, **kwargs)
     image = scratch.find_one()
     if image is None:
@@ -111,6 +139,13 @@ def post_image(
             "Performing an update on the path '_id' would modify the immutable field '_id'",
         )
     return id_first(image)
+
+
+def _upserted_seed(seed: Document, query: Mapping[str, Any]) -> Document:
+    """An upsert whose update named no concrete path inserts the query's fields."""
+    if _null_id_query(query):
+        seed["_id"] = None
+    return id_first(seed)
 
 
 def same_document(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:

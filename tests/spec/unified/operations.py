@@ -450,8 +450,9 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
             return Documents(cursor.to_list())
     if name == "createCollection":
         collection = args.require("collection")
-        args.done()
-        database.create_collection(collection, session)
+        # The other arguments are the create command's options (viewOn, pipeline, ...).
+        options = args.rest()
+        database.create_collection(collection, session, **options)
         return None
     if name == "dropCollection":
         collection = args.require("collection")

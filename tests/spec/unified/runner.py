@@ -47,6 +47,7 @@ from tests.spec.unified.entities import (
 )
 from tests.spec.unified.events import EventLog, LogCapture, assert_events, assert_log_messages
 from tests.spec.unified.matching import match, match_documents
+from tests.spec.unified.stable_api import server_api_of
 
 #: The exceptions besides MongoCoreError an operation's invalid arguments raise.
 CLIENT_ERRORS = (ValueError, TypeError)
@@ -340,6 +341,7 @@ class TestRun:
         if unknown:
             raise UnsupportedFeature(f"client entity fields {sorted(unknown)}")
         uri_options: dict[str, Any] = dict(spec.get("uriOptions") or {})
+        server_api = server_api_of(spec.get("serverApi"))
         log = EventLog(
             spec.get("observeEvents", []),
             ignore_commands=spec.get("ignoreCommandMonitoringEvents", []),
@@ -364,6 +366,7 @@ class TestRun:
                     spec.get("useMultipleMongoses"), direct_connection=direct == "true"
                 ),
                 event_listeners=log.listeners(),
+                server_api=server_api,
                 **options,
             )
         except BaseException:
@@ -374,13 +377,6 @@ class TestRun:
             log_messages.set_max_document_length(previous_length)
         if capture is not None:
             capture.topology_id = client.topology.topology_id
-        # mongocore has no Stable API: the client exists (the file's other tests need
-        # its siblings), but every operation through it fails the test.
-        unsupported = (
-            f"serverApi {dict(spec['serverApi'])!r} (mongocore does not declare API versions)"
-            if "serverApi" in spec
-            else None
-        )
         return ClientEntity(
             spec["id"],
             client,
@@ -388,7 +384,6 @@ class TestRun:
             uri_options,
             retry_writes=client.options.retry_writes,
             log_messages=capture,
-            unsupported=unsupported,
         )
 
     @staticmethod

@@ -76,26 +76,7 @@ class TopologyDescription:
     ) -> None:
         # apply() hands over a dict it built and never touches again: no second copy.
         own = servers if _adopt and isinstance(servers, dict) else dict(servers)
-        # One __dict__ assignment instead of a setattr per field: apply() makes one
-        # description per heartbeat.
-        object.__setattr__(
-            self,
-            "__dict__",
-            {
-                "type": type,
-                "_servers": own,
-                "servers": MappingProxyType(own),
-                "settings": settings,
-                "set_name": set_name,
-                "max_election_id": max_election_id,
-                "max_set_version": max_set_version,
-                "_compatibility_error": _UNSET,
-                "_lstm": _UNSET,
-                "_primary": _UNSET,
-                # Owned by mongocore.core.selection: per-description precomputed selection data.
-                "selection_cache": {},
-            },
-        )
+        _fill(self, type, own, settings, set_name, max_election_id, max_set_version)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"TopologyDescription is immutable; cannot set {name!r}")
@@ -180,6 +161,51 @@ class TopologyDescription:
         return f"<TopologyDescription {self.type.value}{name} servers=[{servers}]>"
 
 
+#: A description's attributes before _fill sets them (a dict display of them all costs
+#: more than copying this): the derived facts start unset, computed on first use.
+_ATTRIBUTES: dict[str, Any] = {
+    "type": None,
+    "_servers": None,
+    "servers": None,
+    "settings": None,
+    "set_name": None,
+    "max_election_id": None,
+    "max_set_version": None,
+    "_compatibility_error": _UNSET,
+    "_lstm": _UNSET,
+    "_primary": _UNSET,
+    # Owned by mongocore.core.selection: per-description precomputed selection data.
+    "selection_cache": None,
+}
+
+
+def _fill(  # noqa: PLR0917 - positional: one call per heartbeat
+    description: TopologyDescription,
+    type: TopologyType,
+    servers: dict[Address, ServerDescription],
+    settings: TopologySettings,
+    set_name: Optional[str],
+    max_election_id: Optional[Any],
+    max_set_version: Optional[int],
+) -> None:
+    # One __dict__ assignment instead of a setattr per field: apply() makes one
+    # description per heartbeat.
+    attributes = _ATTRIBUTES.copy()
+    attributes["type"] = type
+    attributes["_servers"] = servers
+    attributes["servers"] = MappingProxyType(servers)
+    attributes["settings"] = settings
+    attributes["set_name"] = set_name
+    attributes["max_election_id"] = max_election_id
+    attributes["max_set_version"] = max_set_version
+    attributes["selection_cache"] = {}
+    _set(description, "__dict__", attributes)
+
+
+_set = object.__setattr__
+_new_object = object.__new__
+
+
 class Transition(NamedTuple):
     """The outcome of applying one ServerDescription to a TopologyDescription."""
 
@@ -204,8 +230,16 @@ class Transition(NamedTuple):
         return self.applied is None
 
 
-def _new_transition(fields: tuple[Any, ...]) -> Transition:
-    return tuple.__new__(Transition, fields)
+_new_tuple = tuple.__new__
+_NOTHING: Any = ()
+
+
+def _append(items: list[Address], address: Address) -> list[Address]:
+    """``items`` with ``address`` appended; the shared empty tuple becomes a new list."""
+    if items is _NOTHING:
+        return [address]
+    items.append(address)
+    return items
 
 
 class _Update:
@@ -231,17 +265,19 @@ class _Update:
         self.set_name = previous.set_name
         self.max_election_id = previous.max_election_id
         self.max_set_version = previous.max_set_version
-        self.added: list[Address] = []
-        self.removed: list[Address] = []
-        self.request_check: list[Address] = []
-        self.clear_pools: list[Address] = []
+        # Most heartbeats add, remove, check and clear nothing: the lists are made on
+        # first use (_append), and the empty tuple stands for them until then.
+        self.added: list[Address] = _NOTHING
+        self.removed: list[Address] = _NOTHING
+        self.request_check: list[Address] = _NOTHING
+        self.clear_pools: list[Address] = _NOTHING
 
     # -- the seed's subroutines ---------------------------------------------
 
     def remove(self, address: Address) -> None:
         """remove: drop the server and stop monitoring it."""
         if self.servers.pop(address, None) is not None:
-            self.removed.append(address)
+            self.removed = _append(self.removed, address)
             if not self.servers:
                 _log.warning(
                     "removed %s, the last server of the topology: no server is left to monitor",
@@ -254,7 +290,7 @@ class _Update:
         for address in sorted(sd.all_hosts, key=_address_sort_key):
             if address not in servers:
                 servers[address] = ServerDescription(address)
-                self.added.append(address)
+                self.added = _append(self.added, address)
 
     def check_if_has_primary(self) -> None:
         """checkIfHasPrimary."""
@@ -326,9 +362,9 @@ class _Update:
                 self.servers[other] = ServerDescription.from_error(
                     other, "primary marked stale due to discovery of newer primary"
                 )
-                self.request_check.append(other)
+                self.request_check = _append(self.request_check, other)
                 if other_sd.max_wire_version < WIRE_VERSION_4_2:
-                    self.clear_pools.append(other)
+                    self.clear_pools = _append(self.clear_pools, other)
 
         self.add_members(sd)
         members = sd.all_hosts
@@ -377,14 +413,16 @@ class _Update:
 
     def transition(self, applied: ServerDescription) -> Transition:
         previous = self.previous
-        description = TopologyDescription(
+        # The constructor's work without its checks: the servers dict is ours to adopt.
+        description = _new_object(TopologyDescription)
+        _fill(
+            description,
             self.type,
             self.servers,
             previous.settings,
-            set_name=self.set_name,
-            max_election_id=self.max_election_id,
-            max_set_version=self.max_set_version,
-            _adopt=True,
+            self.set_name,
+            self.max_election_id,
+            self.max_set_version,
         )
         stored = self.servers.get(applied.address)
         ready: tuple[Address, ...] = ()
@@ -395,17 +433,18 @@ class _Update:
             ready = (stored.address,)
         # tuple.__new__ directly: the NamedTuple constructor is a Python-level call,
         # and one Transition is made per heartbeat.
-        return _new_transition(
+        return _new_tuple(
+            Transition,
             (
                 previous,
                 description,
                 stored if stored is not None else applied,
-                tuple(self.added) if self.added else (),
-                tuple(self.removed) if self.removed else (),
-                tuple(self.request_check) if self.request_check else (),
-                tuple(self.clear_pools) if self.clear_pools else (),
+                tuple(self.added),
+                tuple(self.removed),
+                tuple(self.request_check),
+                tuple(self.clear_pools),
                 ready,
-            )
+            ),
         )
 
 
@@ -415,7 +454,18 @@ def apply(description: TopologyDescription, sd: ServerDescription) -> Transition
     if current is None:
         # The server was removed while it was being checked: ignore its outcome.
         return Transition(description, description)
-    if compare_topology_version(current.topology_version, sd.topology_version) > 0:
+    known, reported = current.topology_version, sd.topology_version
+    if (
+        known is not None
+        and reported is not None
+        # A counter that did not go down cannot be older: no processId comparison.
+        and not (
+            type(known.counter) is int
+            and type(reported.counter) is int
+            and known.counter <= reported.counter
+        )
+        and compare_topology_version(known, reported) > 0
+    ):
         # Older than what we already know: keep the current description.
         return Transition(description, description)
 
@@ -528,7 +578,7 @@ def apply_srv_hosts(description: TopologyDescription, hosts: Iterable[Address]) 
     update = _Update(description)
     for address in sorted(wanted - set(update.servers), key=_address_sort_key):
         update.servers[address] = ServerDescription(address)
-        update.added.append(address)
+        update.added = _append(update.added, address)
     for address in [a for a in update.servers if a not in wanted]:
         update.remove(address)
     if not update.added and not update.removed:

@@ -1,0 +1,166 @@
+"""The client's commands: the generic command method and the database helpers.
+
+Seeds: server-selection.rst, "Use of read preferences with commands": the generic
+command method (:meth:`ClientCommands.command`) takes its read preference as an
+argument and otherwise reads from the primary, ignoring the client's default; the
+"should-use-primary" helpers (listDatabases) read from the primary. Retryable reads
+(retryable-reads.rst 1.3.0, "Supported Read Operations": listDatabases is one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Optional, cast
+
+from mongocore.api.client_session import ClientSession
+from mongocore.core.retry_policy import RetryKind, is_acknowledged
+from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
+from mongocore.io.operation import AttemptContext, Command, Operation
+
+if TYPE_CHECKING:
+    from mongocore.api.client import Client
+    from mongocore.api.command_cursor import CommandCursor
+    from mongocore.api.database import Database
+    from mongocore.core.codec import AnyCodecOptions
+    from mongocore.io.executor import Executor
+    from mongocore.write_concern import WriteConcern
+
+__all__ = ["ClientCommands"]
+
+
+class ClientCommands:
+    """The commands of :class:`~mongocore.api.client.Client` (a mixin: the Client
+    provides what is declared here)."""
+
+    _executor: Executor
+    _codec_options: AnyCodecOptions
+    _write_concern: WriteConcern
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def __getitem__(self, name: str) -> Database:
+        raise NotImplementedError
+
+    def list_databases(
+        self,
+        session: Optional[ClientSession] = None,
+        *,
+        filter: Optional[Mapping[str, Any]] = None,
+        name_only: Optional[bool] = None,
+        authorized_databases: Optional[bool] = None,
+        comment: Any = None,
+        timeout_ms: Optional[float] = None,
+    ) -> CommandCursor:
+        """The databases of the deployment (listDatabases; a retryable read).
+
+        A "should-use-primary" helper (server selection, "Use of read preferences with
+        commands"): it reads from the primary and takes no read preference."""
+        self._check_open()
+        owned = session is None
+        use = ClientSession(cast("Client", self), implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            body: dict[str, Any] = {"listDatabases": 1}
+            if filter is not None:
+                body["filter"] = dict(filter)
+            if name_only is not None:
+                body["nameOnly"] = name_only
+            if authorized_databases is not None:
+                body["authorizedDatabases"] = authorized_databases
+            if comment is not None:
+                body["comment"] = comment
+            return Command(body)
+
+        op = Operation(
+            name="listDatabases",
+            database="admin",
+            build=build,
+            session=use,
+            retry=RetryKind.READ,
+            read_preference=ReadPreference(Mode.PRIMARY),
+            timeout_ms=timeout_ms,
+        )
+        try:
+            outcome = self._executor.run(op)
+        finally:
+            if owned:
+                use.end_session()
+        databases = [dict(d) for d in outcome.reply.get("databases", [])]
+        from mongocore.api.command_cursor import CommandCursor  # noqa: PLC0415
+
+        return CommandCursor(
+            cast("Client", self), outcome.address, databases, codec_options=self._codec_options
+        )
+
+    def list_database_names(
+        self, session: Optional[ClientSession] = None, comment: Any = None
+    ) -> list[str]:
+        """The names of the deployment's databases (listDatabases with nameOnly)."""
+        with self.list_databases(session, name_only=True, comment=comment) as cursor:
+            return [str(d["name"]) for d in cursor]
+
+    def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
+        """Drop a database (dropDatabase, never retried)."""
+        database = self[name]
+        command: dict[str, Any] = {"dropDatabase": 1}
+        if not self._write_concern.is_server_default:
+            command["writeConcern"] = self._write_concern.document
+        database.command(command, session=session)
+
+    def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
+        """The server's buildInfo (version, versionArray, gitVersion, ...), from the
+        primary, as pymongo's ``server_info()``."""
+        return self.command(
+            "admin", {"buildinfo": 1}, ReadPreference(Mode.PRIMARY), session=session
+        )
+
+    def command(
+        self,
+        database: str,
+        document: Mapping[str, Any],
+        read_preference: Optional[ReadPreference] = None,
+        *,
+        session: Optional[ClientSession] = None,
+        timeout_ms: Optional[float] = None,
+    ) -> dict[str, Any]:
+        """Run one command, as the generic command method: never retried.
+
+        Server selection treats it as a read with read preference primary unless one
+        is given here; the client's default read preference is ignored, as the seed
+        requires. The document is sent as it is, plus the session id and cluster
+        time (the caller's document is not changed); no transaction number is ever
+        added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
+        writeConcernError is returned as it is, after SDAM has looked at it.
+        """
+        self._check_open()
+        # One immutable instance for every command (selection caches per description).
+        rp = read_preference if read_preference is not None else PRIMARY
+        owned = session is None
+        use = ClientSession(cast("Client", self), implicit=True) if session is None else session
+
+        def build(ctx: AttemptContext) -> Command:
+            return Command(dict(document))
+
+        name = next(iter(document), "command")
+        write_concern = document.get("writeConcern")
+        op = Operation(
+            name=str(name),
+            database=database,
+            build=build,
+            session=use,
+            retry=RetryKind.NONE,
+            read_preference=rp,
+            # An unacknowledged command never carries a session id.
+            acknowledged=write_concern is None
+            or not isinstance(write_concern, Mapping)
+            or is_acknowledged(write_concern),
+            timeout_ms=timeout_ms,
+            # Given here, it stands in a transaction (else the transaction's applies).
+            explicit_read_preference=read_preference is not None,
+        )
+        try:
+            return self._executor.run(op).reply
+        finally:
+            if owned:
+                use.end_session()

@@ -1,0 +1,195 @@
+"""Opening the socket of a new connection: TCP or a Unix socket, and its cancellation.
+
+Spec: Connection Monitoring and Pooling, "Establishing a Connection" (the socket part:
+every address ``getaddrinfo`` returns, IPv4 or IPv6, tried in turn; TCP_NODELAY and
+SO_KEEPALIVE) and the interruption of establishment by a clear with
+interruptInUseConnections or a monitor's cancellation (:class:`Cancellation`); SDAM's
+backpressure labels ("SystemOverloadedError", "RetryableError") on the errors an
+overloaded server can cause while a connection is established (:func:`overloaded`).
+:func:`mongocore.io.connection.connect` runs the rest: TLS, the handshake and
+authentication.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import sys
+import threading
+import time
+from typing import Any, Optional
+
+from mongocore.core.address import Address
+from mongocore.core.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
+from mongocore.errors import ConfigurationError, NetworkError, NetworkTimeout
+from mongocore.io.connection_io import shutdown_socket
+from mongocore.io.connection_settings import ConnectionSettings
+
+__all__ = [
+    "Cancellation",
+    "is_ssl_error",
+    "open_socket",
+    "overloaded",
+    "release",
+    "tls_io_error",
+]
+
+
+class Cancellation:
+    """Lets another thread abort :func:`connect` promptly.
+
+    While ``connect`` runs, the socket it is establishing is attached here; ``cancel()``
+    shuts it down, which fails a blocked TCP connect (on Linux), a TLS handshake or
+    the hello exchange at once. After ``cancel()``, ``connect`` raises NetworkError.
+    """
+
+    __slots__ = ("_cancelled", "_lock", "_sock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: Optional[socket.socket] = None
+        self._cancelled = False
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            sock = self._sock
+            if sock is not None:
+                shutdown_socket(sock)
+
+    def attach(self, sock: Optional[socket.socket]) -> bool:
+        """Attach (or, with None, detach) a socket; False if already cancelled."""
+        with self._lock:
+            self._sock = sock
+            return not self._cancelled
+
+
+def is_ssl_error(exc: BaseException) -> bool:
+    """Is ``exc`` a TLS error (of the ssl module, if it was ever loaded)?"""
+    # No TLS error can exist while the ssl module was never imported.
+    ssl_module = sys.modules.get("ssl")
+    return ssl_module is not None and isinstance(exc, ssl_module.SSLError)
+
+
+def open_socket(
+    address: Address,
+    settings: ConnectionSettings,
+    cancellation: Optional[Cancellation],
+    deadline: Optional[float] = None,
+) -> socket.socket:
+    """Connect to the first address that answers, all attempts before ``deadline``."""
+    timeout = settings.connect_timeout
+    if address.port is None:
+        if not hasattr(socket, "AF_UNIX"):
+            raise ConfigurationError(
+                f"{address} is a Unix domain socket, which this platform does not support"
+            )
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        return _connect_one(sock, address.host, address, timeout, cancellation, deadline=deadline)
+    try:
+        infos = socket.getaddrinfo(address.host, address.port, 0, socket.SOCK_STREAM)
+    except OSError as exc:  # socket.gaierror
+        raise NetworkError(f"could not resolve {address.host!r}: {exc}", address=address) from exc
+    last: Optional[BaseException] = None
+    for family, socktype, proto, _, sockaddr in infos:
+        try:
+            sock = socket.socket(family, socktype, proto)
+        except OSError as exc:  # e.g. IPv6 not available on this host
+            last = exc
+            continue
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            return _connect_one(sock, sockaddr, address, timeout, cancellation, deadline=deadline)
+        except NetworkError as exc:
+            last = exc
+            if cancellation is not None and cancellation.cancelled:
+                raise
+    if isinstance(last, NetworkError):
+        raise last
+    raise NetworkError(
+        f"could not connect to {address}: {last or 'getaddrinfo returned no address'}",
+        address=address,
+    )
+
+
+def _connect_one(
+    sock: socket.socket,
+    sockaddr: Any,
+    address: Address,
+    timeout: Optional[float],
+    cancellation: Optional[Cancellation],
+    *,
+    deadline: Optional[float] = None,
+) -> socket.socket:
+    try:
+        if cancellation is not None and not cancellation.attach(sock):
+            raise NetworkError(f"connecting to {address} was cancelled", address=address)
+        if deadline is None:
+            sock.settimeout(None)
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise socket.timeout("connectTimeoutMS passed before this address was tried")
+            sock.settimeout(remaining)
+        sock.connect(sockaddr)
+        return sock
+    except socket.timeout as exc:
+        release(sock, cancellation)
+        raise overloaded(
+            NetworkTimeout(f"connecting to {address} timed out after {timeout}s", address=address)
+        ) from exc
+    except OSError as exc:
+        release(sock, cancellation)
+        if cancellation is not None and cancellation.cancelled:
+            raise NetworkError(f"connecting to {address} was cancelled", address=address) from exc
+        error = NetworkError(f"could not connect to {address}: {exc}", address=address)
+        if exc.errno in _NOTHING_LISTENS:
+            raise error from exc  # no server process there, so none that is overloaded
+        raise overloaded(error) from exc
+    except BaseException:
+        release(sock, cancellation)
+        raise
+
+
+#: TCP connect errors that say no server process is there to be overloaded: nothing
+#: listens on the port (the server is down or was killed), or the host cannot be
+#: reached at all. An overloaded server still listens: it accepts and then drops or
+#: stalls connections, or leaves connection attempts unanswered (a timeout).
+_NOTHING_LISTENS = frozenset(
+    {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN}
+)
+
+
+def overloaded(error: NetworkError) -> NetworkError:
+    """Label a network error or timeout met while establishing a connection (TCP,
+    the I/O of the TLS handshake, hello) with the backpressure labels.
+
+    A server that sheds load drops or stalls new connections; the labels tell SDAM
+    not to mark it Unknown nor clear its pool, and tell callers the operation may be
+    tried again. Errors that cannot come from an overloaded server (DNS, a refused or
+    unreachable TCP connect, certificate checks, authentication, a cancelled
+    establishment) are not labelled: SDAM marks the server Unknown for them.
+    """
+    error.add_error_label(SYSTEM_OVERLOADED_LABEL)
+    error.add_error_label(RETRYABLE_ERROR_LABEL)
+    return error
+
+
+def tls_io_error(exc: BaseException) -> bool:
+    """Is this TLS failure the connection's I/O (dropped, reset, closed) rather than
+    the TLS exchange itself (certificate, host name, protocol version)?"""
+    import ssl  # noqa: PLC0415 - loaded already: exc is one of its errors
+
+    return isinstance(exc, (ssl.SSLEOFError, ssl.SSLSyscallError, ssl.SSLZeroReturnError))
+
+
+def release(sock: socket.socket, cancellation: Optional[Cancellation]) -> None:
+    """Close a socket that establishment gives up, detaching it from ``cancellation``."""
+    if cancellation is not None:
+        cancellation.attach(None)
+    sock.close()

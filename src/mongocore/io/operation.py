@@ -1,0 +1,150 @@
+"""What the retry executor runs: an operation, its attempts' commands, its outcome.
+
+Specs: the inputs of the seeds' retry loops (retryable-writes.rst 1.0 "Executing
+Retryable Write Commands", retryable-reads.rst 1.3.0 "Executing Retryable Read
+Commands"): one command, built afresh for each attempt from what that attempt selected
+(:class:`AttemptContext`); and server selection, "Use of read preferences with
+commands" and "Passing read preference to mongos" (:func:`apply_read_preference`). The
+executor itself is :mod:`mongocore.io.executor`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
+
+from mongocore.core.address import Address
+from mongocore.core.deferred_dataclass import dataclass, field
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.types import TopologyType
+from mongocore.core.retry_policy import RetryKind
+from mongocore.core.selection.read_preference import (
+    Mode,
+    ReadPreference,
+    read_preference_for_server,
+)
+from mongocore.io.pinning import PinnedConnection
+
+if TYPE_CHECKING:
+    from mongocore.api.client_session import ClientSession
+    from mongocore.io.connection import Connection
+
+__all__ = [
+    "AttemptContext",
+    "Command",
+    "CommandBuilder",
+    "CommandOutcome",
+    "Operation",
+    "apply_read_preference",
+]
+
+
+class AttemptContext(NamedTuple):
+    """What an operation's command builder may look at for one attempt (one per
+    attempt, so a NamedTuple: cheaper to build than a frozen dataclass)."""
+
+    server: ServerDescription
+    topology_type: TopologyType
+    max_wire_version: int
+    connection: Connection
+    session: ClientSession
+    attempt: int
+
+
+class Command(NamedTuple):
+    """One attempt's command: the body, and OP_MSG document sequences.
+
+    ``sequences`` go on the wire (documents, or their BSON bytes); ``event_sequences``
+    are the same documents decoded, for command events, when ``sequences`` hold bytes.
+    """
+
+    body: dict[str, Any]
+    sequences: Optional[Mapping[str, Sequence[Any]]] = None
+    event_sequences: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None
+
+
+CommandBuilder = Callable[[AttemptContext], Command]
+
+
+@dataclass
+class Operation:
+    """An operation for the executor: one command, rebuilt for each attempt.
+
+    ``read_preference`` None selects a writable server. ``read_concern`` (a
+    readConcern document, possibly empty) is sent by commands that take one, with
+    ``afterClusterTime`` added in a causally consistent session. ``address`` pins
+    the operation to one server (getMore, killCursors: no selection, one attempt).
+    ``timeout_ms`` bounds the whole operation, retries included.
+    """
+
+    name: str
+    database: str
+    build: CommandBuilder
+    session: ClientSession
+    retry: RetryKind = RetryKind.NONE
+    read_preference: Optional[ReadPreference] = None
+    read_concern: Optional[Mapping[str, Any]] = None
+    acknowledged: bool = True
+    timeout_ms: Optional[float] = None
+    address: Optional[Address] = None
+    operation_id: Optional[int] = None
+    #: The read preference was given to the operation itself (not inherited): in a
+    #: transaction it is kept instead of the transaction's.
+    explicit_read_preference: bool = False
+    #: The command opens a server cursor (find, aggregate, listCollections, ...): in
+    #: load-balanced mode its connection stays pinned to the cursor (CommandOutcome's
+    #: ``pinned``) while the cursor is open.
+    opens_cursor: bool = False
+    #: Run on this pinned connection (a cursor's getMore and killCursors behind a load
+    #: balancer): no selection, no checkout, one attempt.
+    pinned: Optional[PinnedConnection] = None
+    #: Filled in by the executor: the attempts made (commands sent or tried).
+    attempts: int = field(default=0)
+    #: Filled in by the executor: a failed attempt may have applied the write.
+    may_have_written: bool = field(default=False)
+
+
+class CommandOutcome(NamedTuple):
+    """A successful command: its reply, and where it ran (cursors continue there).
+
+    ``pinned``: the connection a cursor-opening command left pinned to its cursor
+    (load-balanced mode, the cursor still open); the cursor releases it."""
+
+    reply: dict[str, Any]
+    address: Address
+    server: ServerDescription
+    operation_id: int
+    pinned: Optional[PinnedConnection] = None
+
+
+def apply_read_preference(
+    command: dict[str, Any],
+    read_preference: ReadPreference,
+    topology_type: TopologyType,
+    server: ServerDescription,
+) -> None:
+    """Express the read preference in an OP_MSG command (server selection seed, "Use of
+    read preferences with commands", "Passing read preference to mongos"), by the
+    newer spec's OP_MSG rules where OP_MSG leaves the seed's OP_QUERY rules no way:
+
+    - OP_MSG has no secondaryOk bit. A mongos or load balancer gets ``$readPreference``
+      for every mode but primary, secondaryPreferred without tags nor
+      maxStalenessSeconds included (the seed's OP_QUERY rule expresses that one with
+      the bit alone);
+    - a replica set member gets the read preference document for every mode but
+      primary, and nothing for primary;
+    - a member reached directly (Single topology) gets ``{mode: primaryPreferred}``
+      for primary, else the document, so that it serves the read whatever its state;
+    - a Standalone gets nothing: it serves every read.
+    """
+    if "$readPreference" in command:
+        return
+    needed = read_preference_for_server(read_preference, topology_type, server.type)
+    if needed.document is not None:
+        command["$readPreference"] = needed.document
+    elif needed.secondary_ok:
+        if read_preference.mode is Mode.PRIMARY:
+            # A direct connection reads from any member (Topology type: Single).
+            command["$readPreference"] = {"mode": "primaryPreferred"}
+        else:
+            command["$readPreference"] = read_preference.document()

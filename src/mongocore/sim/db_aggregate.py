@@ -1,0 +1,144 @@
+"""Database-level aggregation: ``{aggregate: 1}`` (MongoDB manual, "db.aggregate()").
+
+A pipeline run against a database rather than a collection starts with a stage that
+makes its own documents: ``$documents`` (the documents it lists, its expressions
+evaluated), ``$listLocalSessions`` (the process's session cache,
+:mod:`mongocore.sim.local_sessions`), ``$currentOp`` (admin only, sim/operations.py)
+and ``$changeStream`` (sim/change_streams.py). The later stages run on those documents
+through mongomock (sim/scratch.py), and the pipeline may end in ``$out`` or ``$merge``
+(sim/merge_stage.py), which write through the store like a collection's aggregation.
+Any other first stage fails with InvalidNamespace (73) "a collection is required",
+and a collection's aggregation starting with one of these stages with 73 "can only be
+run with {aggregate: 1}", as on a 7.0 server. The cursor's namespace is
+``<db>.$cmd.aggregate``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import mongomock.aggregate
+
+from mongocore.sim import merge_stage
+from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation, parse_collation, unwrap, wrap, wrap_query
+from mongocore.sim.commands import CommandContext, Reply
+from mongocore.sim.crud_commands import out_target, write_out
+from mongocore.sim.local_sessions import list_local_sessions
+from mongocore.sim.scratch import open_cursor
+from mongocore.sim.store import translate_store_errors
+from mongocore.sim.variables import parse_let
+
+__all__ = ["COLLECTIONLESS_STAGES", "check_collection_pipeline", "cmd_aggregate_database"]
+
+#: First stages that make their own documents: only valid with ``{aggregate: 1}``.
+COLLECTIONLESS_STAGES = ("$documents", "$listLocalSessions", "$currentOp", "$changeStream")
+# Those this module runs (the others have handlers of their own).
+_SOURCES = ("$documents", "$listLocalSessions")
+_FOREIGN_STAGES = ("$lookup", "$graphLookup", "$unionWith")
+_Parser: Any = mongomock.aggregate._Parser
+
+
+def check_collection_pipeline(cmd: Mapping[str, Any]) -> None:
+    """A collection's aggregation may not start with a collectionless stage."""
+    first = _first_stage(cmd.get("pipeline"))
+    if first in _SOURCES:
+        raise CommandError(73, f"'{first}' can only be run with {{aggregate: 1}}")
+
+
+def _first_stage(pipeline: Any) -> Optional[str]:
+    if isinstance(pipeline, list) and pipeline and isinstance(pipeline[0], Mapping):
+        return str(next(iter(pipeline[0]), ""))
+    return None
+
+
+def cmd_aggregate_database(ctx: CommandContext) -> Reply:
+    """``{aggregate: 1, pipeline: [{$documents | $listLocalSessions: ...}, ...]}``."""
+    cmd = ctx.cmd
+    pipeline = cmd.get("pipeline")
+    if not isinstance(pipeline, list):
+        raise CommandError(14, "'pipeline' option must be specified as an array")
+    if "cursor" not in cmd:
+        raise CommandError(
+            9, "The 'cursor' option is required, except for aggregate with the explain argument"
+        )
+    if not pipeline:
+        raise CommandError(73, "{aggregate: 1} is not valid for an empty pipeline.")
+    first = _first_stage(pipeline)
+    if first not in _SOURCES:
+        raise CommandError(
+            73, f"{{aggregate: 1}} is not valid for '{first}'; a collection is required."
+        )
+    for stage in pipeline[1:]:
+        name = _first_stage([stage])
+        if name in COLLECTIONLESS_STAGES:
+            raise CommandError(40602, f"{name} is only valid as the first stage in a pipeline.")
+    variables = parse_let(cmd, "aggregate")
+    merge = merge_stage.plan(ctx.db, pipeline, variables)
+    last = pipeline[-1] if len(pipeline) > 1 and isinstance(pipeline[-1], Mapping) else {}
+    out = "$out" in last
+    rest = pipeline[1:-1] if merge is not None or out else pipeline[1:]
+    collation = parse_collation(cmd["collation"]) if cmd.get("collation") is not None else None
+    namespace = f"{ctx.db}.$cmd.aggregate"
+    spec = pipeline[0][first]
+    docs = _documents(spec) if first == "$documents" else _sessions(ctx, spec)
+    try:
+        docs = _run(docs, variables.in_pipeline(list(rest)), collation, ctx.reader[ctx.db])
+        if merge is not None:
+            merge.write(
+                ctx.store,
+                docs,
+                collation=collation,
+                bypass_validation=bool(cmd.get("bypassDocumentValidation", False)),
+            )
+            docs = []
+        elif out:
+            out_db, out_coll = out_target(ctx, last)
+            write_out(ctx, out_db, out_coll, docs)
+            docs = []
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise translate_store_errors(exc, namespace) from exc
+    return open_cursor(ctx, namespace, docs)
+
+
+def _documents(spec: Any) -> list[dict[str, Any]]:
+    """``$documents``: an expression (a literal array, usually) evaluating to documents."""
+    try:
+        value = _Parser({}).parse(spec)
+    except KeyError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(doc, dict) for doc in value):
+        raise CommandError(
+            5858203, "error during $documents: the expression must evaluate to an array of objects"
+        )
+    return [dict(doc) for doc in value]
+
+
+def _sessions(ctx: CommandContext, spec: Any) -> list[dict[str, Any]]:
+    if ctx.process is None:
+        return []
+    return list_local_sessions(ctx.process, spec, ctx.cmd)
+
+
+def _run(
+    docs: Sequence[Mapping[str, Any]],
+    stages: list[Any],
+    collation: Optional[Collation],
+    database: Any,
+) -> list[dict[str, Any]]:
+    """The later stages over ``docs``, in order; ``$lookup`` and ``$unionWith`` read the
+    collections of ``database``. A document without ``_id`` keeps none."""
+    source = [copy.deepcopy(dict(doc)) for doc in docs]
+    if collation is not None:
+        if any(_first_stage([stage]) in _FOREIGN_STAGES for stage in stages):
+            raise CommandError(
+                238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
+            )
+        source = [wrap(doc, collation) for doc in source]
+        stages = wrap_query(stages, collation)
+    results = list(mongomock.aggregate.process_pipeline(source, database, stages, None))  # type: ignore[no-untyped-call]
+    return [unwrap(doc) for doc in results] if collation is not None else results

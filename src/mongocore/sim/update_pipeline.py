@@ -1,0 +1,137 @@
+"""Pipeline-style updates: an update given as an aggregation pipeline (MongoDB manual,
+"Updates with Aggregation Pipeline"; a 4.2+ server).
+
+The stages an update pipeline may hold are ``$addFields``/``$set``, ``$project``,
+``$unset``, ``$replaceRoot`` and ``$replaceWith`` (any other known stage fails with
+InvalidOptions, 72; an unknown one with 40324). The pipeline runs on the matched
+document alone (on an upsert, on the document built from the query's equality
+fields) through mongomock, with the stages and expressions it lacks added
+(:mod:`mongocore.sim.pipeline_extensions`). Its output then replaces the document as
+a server's does: an output without ``_id`` keeps the document's ``_id`` (first), an
+output whose ``_id`` differs fails with ImmutableField (66), and top-level
+``$``-prefixed field names are stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
+
+import mongomock.aggregate
+
+from mongocore.sim import pipeline_extensions  # noqa: F401  (the stages it runs)
+from mongocore.sim.codes import CommandError
+from mongocore.sim.query import id_first
+
+__all__ = ["ALLOWED_STAGES", "apply_pipeline", "check_pipeline", "upsert_seed"]
+
+Document = dict[str, Any]
+
+#: The stages a server allows in an update pipeline.
+ALLOWED_STAGES = frozenset(
+    {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"}
+)
+
+# Stages a server knows besides those mongomock lists: refused in an update as
+# "not allowed", not as unknown.
+_OTHER_KNOWN_STAGES = frozenset(
+    {
+        "$changeStream",
+        "$changeStreamSplitLargeEvent",
+        "$densify",
+        "$documents",
+        "$fill",
+        "$listSearchIndexes",
+        "$search",
+        "$searchMeta",
+        "$setWindowFields",
+        "$shardedDataDistribution",
+        "$unionWith",
+        "$vectorSearch",
+    }
+)
+
+
+def _known(stage: str) -> bool:
+    handlers: Mapping[str, Any] = mongomock.aggregate._PIPELINE_HANDLERS
+    return stage in handlers or stage in _OTHER_KNOWN_STAGES
+
+
+def check_pipeline(pipeline: Sequence[Any]) -> None:
+    """Refuse an update pipeline as a server parses it, before any document is read."""
+    for stage in pipeline:
+        if not isinstance(stage, Mapping) or len(stage) != 1:
+            raise CommandError(
+                40323, "A pipeline stage specification object must contain exactly one field."
+            )
+        name = str(next(iter(stage)))
+        if name in ALLOWED_STAGES:
+            continue
+        if not _known(name):
+            raise CommandError(40324, f"Unrecognized pipeline stage name: '{name}'")
+        raise CommandError(72, f"{name} is not allowed to be used within an update")
+
+
+def apply_pipeline(
+    pre: Optional[Mapping[str, Any]], seed: Mapping[str, Any], pipeline: Any
+) -> Document:
+    """The document an update ``pipeline`` makes of ``pre`` (or, for an upsert with ``pre``
+    None, of ``seed``): the output replaces the document, keeping its ``_id``."""
+    check_pipeline(pipeline)
+    source = dict(pre) if pre is not None else dict(seed)
+    results = list(mongomock.aggregate.process_pipeline([source], None, list(pipeline), None))  # type: ignore[no-untyped-call]
+    if len(results) != 1 or not isinstance(results[0], dict):
+        raise CommandError(2, "the update pipeline did not produce one document")
+    image: Document = results[0]
+    if "_id" in source:
+        if "_id" not in image:
+            image = {"_id": source["_id"], **image}
+        elif pre is not None and not _same_id(image["_id"], source["_id"]):
+            raise CommandError(
+                66,
+                "After applying the update, the (immutable) field '_id' was found to have been"
+                f" altered to _id: {image['_id']!r}",
+            )
+    return id_first(image)
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    return bool(a == b)
+
+
+def upsert_seed(query: Mapping[str, Any]) -> Document:
+    """The document an upsert starts from: the query's equality fields (``{a: 1}``,
+    ``{a: {$eq: 1}}``, those inside ``$and``), dotted paths made into embedded
+    documents, as a server builds it."""
+    seed: Document = {}
+    for path, value in _equalities(query):
+        node = seed
+        parts = path.split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node.setdefault(parts[-1], value)
+    return id_first(seed) if "_id" in seed else seed
+
+
+def _equalities(query: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    for raw_key, value in query.items():
+        key = str(raw_key)
+        if key == "$and" and isinstance(value, list):
+            for clause in value:
+                if isinstance(clause, Mapping):
+                    found.extend(_equalities(clause))
+            continue
+        if key.startswith("$"):
+            continue
+        if isinstance(value, Mapping) and any(str(k).startswith("$") for k in value):
+            if "$eq" in value:
+                found.append((key, value["$eq"]))
+            continue
+        found.append((key, value))
+    return found
