@@ -18,7 +18,8 @@ from bson.int64 import Int64
 from mockupdb import OP_MSG_FLAGS, Command, MockupDB, OpMsg, OpMsgReply
 
 from mongocore.core.address import Address
-from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType
 from mongocore.core.events import (
     EventPublisher,

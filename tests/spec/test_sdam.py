@@ -15,8 +15,9 @@ import pytest
 
 from mongocore.core.address import Address, parse_address
 from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
-from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.topology import TopologyDescription, Transition, apply
+from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import (
     SdamEvent,

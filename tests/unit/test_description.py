@@ -10,13 +10,13 @@ from bson import Int64, ObjectId
 
 from mongocore.core.address import Address
 from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
-from mongocore.core.description.server import (
-    ServerDescription,
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.topology_version import (
     TopologyVersion,
     compare_topology_version,
 )
-from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply, remove_all
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.events import events_for_closing
 from mongocore.errors import ConfigurationError

@@ -15,7 +15,8 @@ import pytest
 from bson import DatetimeMS, ObjectId
 
 from mongocore.core.address import Address
-from mongocore.core.description.server import ServerDescription, TopologyVersion
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType
 
 A = Address("a", 27017)

@@ -339,6 +339,18 @@ NOT_FOR_A_PLAIN_CLIENT = (
     "mongocore.api.cursor",
     "mongocore.api.bulk",
     "mongocore.api.change_stream",
+    "mongocore.api.client_session",  # sessions and transactions: with the first operation
+    "mongocore.api.session_transactions",
+    "mongocore.api.transaction_options",
+    "mongocore.io.executor",  # the retry executor: with the first operation
+    "mongocore.io.operation",
+    "mongocore.io.command_monitoring",
+    "logging",  # until something imports it, no logger can be enabled
+    "mongocore.io.structured_log",  # the structured (spec) log messages
+    "mongocore.io.command_log",
+    "mongocore.io.log_messages",
+    "mongocore.io.pool_log",
+    "mongocore.io.selection_log",
 )
 
 
@@ -386,3 +398,26 @@ def test_what_a_plain_client_leaves_out_loads_on_first_use() -> None:
         assert _loaded(name, loaded), name
     # dnspython's resolver loads with the first mongodb+srv:// lookup, not before.
     assert "dns.resolver" not in loaded
+
+
+def test_logging_sessions_and_the_executor_load_when_needed() -> None:
+    """The broken variant of the new entries above: each loads once it can be used."""
+    code = (
+        "import logging\n"  # a program that uses logging: the loggers could be enabled
+        "import mongocore\n"
+        f"client = mongocore.MongoClient({NOWHERE!r})\n"
+        "client.start_session().end_session()\n"
+        "client._executor\n"
+        "client.close()"
+    )
+    loaded = _modules_loaded_by(code)
+    for name in (
+        "mongocore.io.structured_log",
+        "mongocore.io.command_log",
+        "mongocore.io.log_messages",
+        "mongocore.io.pool_log",
+        "mongocore.api.client_session",
+        "mongocore.api.transaction_options",
+        "mongocore.io.executor",
+    ):
+        assert _loaded(name, loaded), name

@@ -14,7 +14,7 @@ operation runs through the executor of :mod:`mongocore.io.executor`.
 
 from __future__ import annotations
 
-import logging
+import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
@@ -24,14 +24,13 @@ from bson import ObjectId
 
 from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
-from mongocore.api.client_session import ClientSession, SessionOptions
-from mongocore.api.transaction_options import TransactionOptions
 from mongocore.api.watch import ClientWatch
 from mongocore.core import codec, deferred_dataclass
 from mongocore.core.address import Address
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import EventPublisher, Listener
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.options import ClientOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.driver_info import DriverInfo, DriverInfoList
@@ -44,8 +43,6 @@ from mongocore.errors import (
     ProtocolError,
     write_concern_error_from_reply,
 )
-from mongocore.io.command_log import command_log_listeners
-from mongocore.io.command_monitoring import run_command
 from mongocore.io.connection import (
     Connection,
     connect,
@@ -54,13 +51,9 @@ from mongocore.io.connection import (
 )
 from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.io.establishment import Cancellation
-from mongocore.io.executor import Executor
-from mongocore.io.log_messages import topology_log_listeners
 from mongocore.io.monitor import Monitor
 from mongocore.io.monitor_settings import MonitorSettings
-from mongocore.io.operation import apply_read_preference as _apply_read_preference
 from mongocore.io.pool import Pool
-from mongocore.io.pool_log import connection_log_listeners
 from mongocore.io.pool_options import PoolOptions
 from mongocore.io.sessions import ClusterClock, ServerSession, ServerSessionPool
 from mongocore.io.topology import Server, Topology
@@ -70,14 +63,17 @@ from mongocore.server_api import ServerApi
 from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
+    from mongocore.api.client_session import ClientSession
     from mongocore.api.database import Database
+    from mongocore.api.transaction_options import TransactionOptions
     from mongocore.core.description.settings import TopologySettings
     from mongocore.io.auth import Authenticator
     from mongocore.io.dns_resolver import Resolver
+    from mongocore.io.executor import Executor
     from mongocore.io.srv import SrvConfiguration
     from mongocore.io.srv_polling import SrvPoller
 
-_log = logging.getLogger("mongocore.client")
+_log = get_logger("mongocore.client")
 
 DEFAULT_URI = "mongodb://localhost:27017"
 #: endSessions at close: at most this many ids per command ("10,000 sessions at a time").
@@ -124,14 +120,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         topology_id = ObjectId()
         # SDAM and CMAP log messages (mongocore.io.log_messages, mongocore.io.pool_log):
         # subscribed only if their logger is enabled for DEBUG when the client is created.
-        self._publisher = EventPublisher(
-            [
-                *event_listeners,
-                *topology_log_listeners(),
-                *connection_log_listeners(topology_id),
-                *command_log_listeners(topology_id),
-            ]
-        )
+        self._publisher = EventPublisher([*event_listeners, *_log_listeners(topology_id)])
         self._srv_poller: Optional[SrvPoller] = None
         # document_class, tzinfo, type_registry, codec_options: Python objects, never
         # connection-string options.
@@ -185,7 +174,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         self._read_concern = ReadConcern(self._options.read_concern_level)
         self._session_pool = ServerSessionPool()
         self._cluster_clock = ClusterClock()
-        self._executor = Executor(self, self._cluster_clock)
+        self._executor_instance: Optional[Executor] = None  # see _executor
         self._topology.open()
         if srv.seedlist is not None:
             from mongocore.io.dns_resolver import DnsPythonResolver  # noqa: PLC0415
@@ -378,6 +367,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         that ``start_transaction()`` does not give.
         """
         self._check_open()
+        # Sessions and transactions load with the first session, not with the client.
+        from mongocore.api.client_session import ClientSession, SessionOptions  # noqa: PLC0415
+
         options = SessionOptions(
             causal_consistency=causal_consistency,
             snapshot=snapshot,
@@ -406,6 +398,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
 
         A low-level step with command events but no session, cluster time or retry.
         """
+        # Loaded with the first command, not with the client.
+        from mongocore.io.command_monitoring import run_command  # noqa: PLC0415
+
         pool = server.pool
         # Establishment errors reach SDAM through the pool (on_establish_error).
         connection: Connection = pool.check_out()
@@ -431,6 +426,12 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         ids = self._session_pool.drain()
         if not ids:
             return
+        # Loaded by the operations that pooled the sessions: free by now.
+        from mongocore.io.command_monitoring import run_command  # noqa: PLC0415
+        from mongocore.io.operation import (  # noqa: PLC0415
+            apply_read_preference as _apply_read_preference,
+        )
+
         try:
             server, sd = self._topology.select_server(
                 ReadPreference(Mode.PRIMARY_PREFERRED), timeout=0, operation="endSessions"
@@ -461,13 +462,31 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         finally:
             server.pool.check_in(connection)
 
+    @property
+    def _executor(self) -> Executor:
+        """The retry executor, built with the first operation: it and the modules it
+        runs operations with load then, not with the client (import time)."""
+        executor = self._executor_instance
+        if executor is None:
+            from mongocore.io.executor import Executor  # noqa: PLC0415 - see above
+
+            with self._close_lock:
+                executor = self._executor_instance
+                if executor is None:
+                    executor = self._executor_instance = Executor(self, self._cluster_clock)
+                    if self._closed:
+                        executor.closing.set()
+        return executor
+
     def close(self) -> None:
         """Stop monitoring, close every pool, and join every thread the client started."""
         with self._close_lock:
             if self._closed:
                 return
             self._closed = True
-        self._executor.closing.set()  # wakes a read backing off between retries
+            executor = self._executor_instance
+        if executor is not None:
+            executor.closing.set()  # wakes a read backing off between retries
         self._end_sessions()
         if self._srv_poller is not None:
             self._srv_poller.close()
@@ -539,6 +558,26 @@ def _authenticator_for(options: ClientOptions) -> Optional[Authenticator]:
     from mongocore.io.auth import authenticator_for  # noqa: PLC0415
 
     return authenticator_for(options)
+
+
+def _log_listeners(topology_id: ObjectId) -> list[Listener]:
+    """The structured loggers (SDAM, CMAP, command) enabled now, as listeners.
+
+    Until something imports :mod:`logging` no logger can be enabled, so a program that
+    never sets logging up loads neither it nor the message modules.
+    """
+    if "logging" not in sys.modules:
+        return []
+    # Loaded only once logging is (see above).
+    from mongocore.io.command_log import command_log_listeners  # noqa: PLC0415
+    from mongocore.io.log_messages import topology_log_listeners  # noqa: PLC0415
+    from mongocore.io.pool_log import connection_log_listeners  # noqa: PLC0415
+
+    return [
+        *topology_log_listeners(),
+        *connection_log_listeners(topology_id),
+        *command_log_listeners(topology_id),
+    ]
 
 
 def _uri_of(uri_or_hosts: Union[str, Sequence[str], None]) -> str:

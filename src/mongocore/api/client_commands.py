@@ -12,17 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from mongocore.api.client_session import ClientSession
 from mongocore.core.retry_policy import RetryKind, is_acknowledged
 from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
-from mongocore.io.operation import AttemptContext, Command, Operation
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
+    from mongocore.api.client_session import ClientSession
     from mongocore.api.command_cursor import CommandCursor
     from mongocore.api.database import Database
     from mongocore.core.codec import AnyCodecOptions
     from mongocore.io.executor import Executor
+    from mongocore.io.operation import AttemptContext
     from mongocore.write_concern import WriteConcern
 
 __all__ = ["ClientCommands"]
@@ -32,9 +32,12 @@ class ClientCommands:
     """The commands of :class:`~mongocore.api.client.Client` (a mixin: the Client
     provides what is declared here)."""
 
-    _executor: Executor
     _codec_options: AnyCodecOptions
     _write_concern: WriteConcern
+
+    @property
+    def _executor(self) -> Executor:
+        raise NotImplementedError
 
     def _check_open(self) -> None:
         raise NotImplementedError
@@ -57,6 +60,10 @@ class ClientCommands:
         A "should-use-primary" helper (server selection, "Use of read preferences with
         commands"): it reads from the primary and takes no read preference."""
         self._check_open()
+        # Sessions and operations load with the first operation, not with the client.
+        from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
+        from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+
         owned = session is None
         use = ClientSession(cast("Client", self), implicit=True) if session is None else session
 
@@ -136,6 +143,10 @@ class ClientCommands:
         self._check_open()
         # One immutable instance for every command (selection caches per description).
         rp = read_preference if read_preference is not None else PRIMARY
+        # Sessions and operations load with the first operation, not with the client.
+        from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
+        from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+
         owned = session is None
         use = ClientSession(cast("Client", self), implicit=True) if session is None else session
 

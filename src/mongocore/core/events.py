@@ -12,7 +12,6 @@ never break monitoring or an operation.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
@@ -20,11 +19,12 @@ from mongocore.core.address import Address
 from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.topology import TopologyDescription, Transition
 from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.lazy_logger import get_logger
 
 if TYPE_CHECKING:
     from mongocore.core.description.server import ServerDescription
 
-_log = logging.getLogger("mongocore.events")
+_log = get_logger("mongocore.events")
 
 # --- SDAM: topology and server events -------------------------------------
 

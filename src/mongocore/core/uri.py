@@ -30,7 +30,6 @@ error message.
 
 from __future__ import annotations
 
-import logging
 import re
 import types
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from typing import Any, NamedTuple, Optional
 
 from mongocore.core.address import DEFAULT_PORT, Address
 from mongocore.core.deferred_dataclass import dataclass
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.option_names import (
     NOT_SUPPORTED,
     UnknownOptionWarning,
@@ -70,7 +70,7 @@ __all__ = [
     "parse_uri",
 ]
 
-_log = logging.getLogger("mongocore.uri")
+_log = get_logger("mongocore.uri")
 
 SCHEME = "mongodb"
 SRV_SCHEME = "mongodb+srv"

@@ -16,7 +16,6 @@ value never appears in a message, and :func:`redact_options` hides it for displa
 
 from __future__ import annotations
 
-import logging
 import re
 import types
 from collections.abc import Mapping, Sequence
@@ -24,6 +23,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from bson.codec_options import DatetimeConversion
 
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.option_names import nearest_name
 from mongocore.errors import ConfigurationError
 
@@ -51,7 +51,7 @@ __all__ = [
     "validate_option",
 ]
 
-_log = logging.getLogger("mongocore.uri")
+_log = get_logger("mongocore.uri")
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1

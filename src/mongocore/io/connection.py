@@ -54,7 +54,6 @@ compression negotiation, commands) and :func:`connect`, which puts them together
 
 from __future__ import annotations
 
-import logging
 import socket
 import sys
 import time
@@ -63,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checka
 
 from mongocore.core.address import Address
 from mongocore.core.compression import Compressor, compressor_for, is_compressible, negotiate
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.stable_api import add_api_fields, requires_op_msg
 from mongocore.core.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
@@ -115,7 +115,7 @@ __all__ = [
     "in_authentication",
 ]
 
-_log = logging.getLogger("mongocore.connection")
+_log = get_logger("mongocore.connection")
 
 #: Servers with this maxWireVersion or newer (MongoDB 3.6+) speak OP_MSG.
 OP_MSG_WIRE_VERSION = 6

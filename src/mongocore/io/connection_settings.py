@@ -10,11 +10,11 @@ that is not installed is left out). The connection that uses them is
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any, Optional
 
 from mongocore.core.compression import available_compressors, compressor_for
 from mongocore.core.deferred_dataclass import dataclass
+from mongocore.core.lazy_logger import get_logger
 from mongocore.driver_info import DriverInfoList
 from mongocore.errors import ConfigurationError
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_APP_NAME_BYTES", "ConnectionSettings"]
 
-_log = logging.getLogger("mongocore.connection")
+_log = get_logger("mongocore.connection")
 
 #: "The client.application.name cannot exceed 128 bytes."
 MAX_APP_NAME_BYTES = 128

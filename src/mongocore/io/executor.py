@@ -11,7 +11,6 @@ Read Commands"). What it runs (the operation, each attempt's command, the outcom
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.retry_policy import (
     READ_RETRY_BACKOFF,
     RETRYABLE_WIRE_VERSION,
@@ -82,7 +82,7 @@ if TYPE_CHECKING:
 # --- the executor (I/O) ------------------------------------------------------------------
 
 
-_log = logging.getLogger("mongocore.retry")
+_log = get_logger("mongocore.retry")
 
 
 #: Commands that take a readConcern (what the read operations send).

@@ -42,7 +42,6 @@ is sent at most every ``min_heartbeat_frequency``).
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Mapping
@@ -51,8 +50,8 @@ from typing import Any, Callable, NamedTuple, Optional, Protocol
 from bson.int64 import Int64
 
 from mongocore.core.address import Address
-from mongocore.core.description.server import (
-    ServerDescription,
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology_version import (
     TopologyVersion,
     compare_topology_version,
 )
@@ -63,6 +62,7 @@ from mongocore.core.events import (
     ServerHeartbeatStartedEvent,
     ServerHeartbeatSucceededEvent,
 )
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.selection.rtt import RoundTripTimeAverager
 from mongocore.core.stable_api import hello_command_name
 from mongocore.errors import (
@@ -86,7 +86,7 @@ __all__ = [
     "MonitorTarget",
 ]
 
-_log = logging.getLogger("mongocore.monitor")
+_log = get_logger("mongocore.monitor")
 
 
 class MonitorTarget(Protocol):

@@ -33,7 +33,6 @@ should not block.
 from __future__ import annotations
 
 import enum
-import logging
 import threading
 import time
 from collections import deque
@@ -48,6 +47,7 @@ from mongocore.core.events import (
     EventPublisher,
     PoolCreatedEvent,
 )
+from mongocore.core.lazy_logger import get_logger
 from mongocore.errors import (
     ConfigurationError,
     ConnectionFailure,
@@ -72,7 +72,7 @@ __all__ = [
     "interrupted_error",
 ]
 
-_log = logging.getLogger("mongocore.pool")
+_log = get_logger("mongocore.pool")
 
 #: Seconds between two runs of the background thread (minPoolSize, maxIdleTimeMS).
 DEFAULT_MAINTENANCE_INTERVAL = 1.0

@@ -15,16 +15,16 @@ iteration after a clear"), so a pool needs no thread to shed them.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
 from mongocore.core.events import ConnectionReadyEvent
+from mongocore.core.lazy_logger import get_logger
 from mongocore.io.pool_base import C, Closing, ConnectionClosedReason, PoolBase, PoolState
 
 __all__ = ["PoolMaintenance"]
 
-_log = logging.getLogger("mongocore.pool")
+_log = get_logger("mongocore.pool")
 
 
 class PoolMaintenance(PoolBase[C]):

@@ -8,12 +8,12 @@ thread measures it on a dedicated connection of its own.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Callable
 
 from mongocore.core.address import Address
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.selection.rtt import RoundTripTimeAverager
 from mongocore.core.stable_api import hello_command_name
 from mongocore.io.connection import Connection
@@ -22,7 +22,7 @@ from mongocore.io.monitor_settings import MonitorSettings
 
 __all__ = ["RttMonitor"]
 
-_log = logging.getLogger("mongocore.monitor")
+_log = get_logger("mongocore.monitor")
 
 
 class RttMonitor:

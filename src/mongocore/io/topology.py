@@ -14,12 +14,12 @@ monitor thread is done outside it.
 
 from __future__ import annotations
 
-import logging
 import random
+import sys
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable, NoReturn, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Protocol
 
 from bson import ObjectId
 
@@ -42,6 +42,7 @@ from mongocore.core.events import (
     events_for_opening,
     events_for_transition,
 )
+from mongocore.core.lazy_logger import get_logger
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.core.selection.selectors import select_server
 from mongocore.errors import (
@@ -52,9 +53,11 @@ from mongocore.errors import (
     ProtocolError,
     ServerSelectionTimeoutError,
 )
-from mongocore.io.selection_log import SelectionLog, selection_log
 
-_log = logging.getLogger("mongocore.topology")
+if TYPE_CHECKING:
+    from mongocore.io.selection_log import SelectionLog
+
+_log = get_logger("mongocore.topology")
 
 
 class MonitorLike(Protocol):
@@ -393,13 +396,17 @@ class Topology:
             timeout = self._settings.server_selection_timeout_ms / 1000.0
         deadline = self._clock() + timeout
         deprioritized = tuple(deprioritized)
-        log = selection_log(
-            self.topology_id,
-            read_preference,
-            deprioritized=deprioritized,
-            operation=operation,
-            operation_id=operation_id,
-        )
+        log: Optional[SelectionLog] = None
+        if "logging" in sys.modules:  # else nothing can have enabled the logger
+            from mongocore.io.selection_log import selection_log  # noqa: PLC0415 - see above
+
+            log = selection_log(
+                self.topology_id,
+                read_preference,
+                deprioritized=deprioritized,
+                operation=operation,
+                operation_id=operation_id,
+            )
         description = self._description
         if log is not None:
             log.started(description)

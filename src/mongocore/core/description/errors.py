@@ -19,12 +19,13 @@ from typing import Any, NamedTuple, Optional
 
 from mongocore.core.address import Address
 from mongocore.core.deferred_dataclass import dataclass, field
-from mongocore.core.description.server import (
-    ServerDescription,
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import WIRE_VERSION_4_2
+from mongocore.core.description.topology_version import (
     TopologyVersion,
     compare_topology_version,
 )
-from mongocore.core.description.topology import WIRE_VERSION_4_2, TopologyDescription
 from mongocore.core.description.types import TopologyType
 
 RECOVERING_CODES = frozenset({11600, 11602, 13436, 189, 91})

@@ -6,16 +6,16 @@ Seed: server-discovery-and-monitoring.md, sections "Initial TopologyDescription"
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Optional
 
 from mongocore.core.address import Address
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.description.types import TopologyType
+from mongocore.core.lazy_logger import get_logger
 from mongocore.errors import ConfigurationError
 
-_log = logging.getLogger("mongocore.topology")
+_log = get_logger("mongocore.topology")
 
 # minHeartbeatFrequencyMS: "This value MUST be 500 ms, and it MUST NOT be configurable."
 MIN_HEARTBEAT_FREQUENCY_MS = 500

@@ -1,0 +1,302 @@
+"""The SDAM spec's TopologyType table and the subroutines its cells call.
+
+Seed: server-discovery-and-monitoring.md, "Updating the TopologyDescription": the
+TopologyType table, and the actions updateUnknownWithStandalone,
+updateRSWithoutPrimary, updateRSWithPrimaryFromMember, updateRSFromPrimary,
+checkIfHasPrimary and remove, named here as the spec names them. They work on an
+``_Update``, the working state of one topology.apply(); topology.py turns it into
+a Transition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable
+
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.lazy_logger import get_logger
+
+if TYPE_CHECKING:
+    from mongocore.core.description.topology import TopologyDescription
+
+_log = get_logger("mongocore.topology")
+
+# "If the old primary server version is 4.0 or earlier, the client MUST clear its
+# connection pool": 4.2 is wire version 8.
+WIRE_VERSION_4_2 = 8
+
+_T = TopologyType
+_S = ServerType
+_NOTHING: Any = ()
+
+
+def _append(items: list[Address], address: Address) -> list[Address]:
+    """``items`` with ``address`` appended; the shared empty tuple becomes a new list."""
+    if items is _NOTHING:
+        return [address]
+    items.append(address)
+    return items
+
+
+class _Update:
+    """The working state of one apply(): a copy of the servers and the fields that change."""
+
+    __slots__ = (
+        "added",
+        "clear_pools",
+        "max_election_id",
+        "max_set_version",
+        "previous",
+        "removed",
+        "request_check",
+        "servers",
+        "set_name",
+        "type",
+    )
+
+    def __init__(self, previous: TopologyDescription) -> None:
+        self.previous = previous
+        self.servers: dict[Address, ServerDescription] = dict(previous._servers)
+        self.type = previous.type
+        self.set_name = previous.set_name
+        self.max_election_id = previous.max_election_id
+        self.max_set_version = previous.max_set_version
+        # Most heartbeats add, remove, check and clear nothing: the lists are made on
+        # first use (_append), and the empty tuple stands for them until then.
+        self.added: list[Address] = _NOTHING
+        self.removed: list[Address] = _NOTHING
+        self.request_check: list[Address] = _NOTHING
+        self.clear_pools: list[Address] = _NOTHING
+
+    # -- the seed's subroutines ---------------------------------------------
+
+    def remove(self, address: Address) -> None:
+        """remove: drop the server and stop monitoring it."""
+        if self.servers.pop(address, None) is not None:
+            self.removed = _append(self.removed, address)
+            if not self.servers:
+                _log.warning(
+                    "removed %s, the last server of the topology: no server is left to monitor",
+                    address,
+                )
+
+    def add_members(self, sd: ServerDescription) -> None:
+        """Add every member this server reports that the topology does not have yet."""
+        servers = self.servers
+        for address in sorted(sd.all_hosts, key=_address_sort_key):
+            if address not in servers:
+                servers[address] = ServerDescription(address)
+                self.added = _append(self.added, address)
+
+    def check_if_has_primary(self) -> None:
+        """checkIfHasPrimary."""
+        if _has_primary(self.servers, self.previous):
+            self.type = _T.REPLICA_SET_WITH_PRIMARY
+        else:
+            self.type = _T.REPLICA_SET_NO_PRIMARY
+
+    def mark_possible_primary(self, sd: ServerDescription) -> None:
+        primary = sd.primary
+        if primary is None:
+            return
+        current = self.servers.get(primary)
+        if current is not None and current.type is _S.UNKNOWN:
+            self.servers[primary] = current.replace(type=_S.POSSIBLE_PRIMARY)
+
+    def update_unknown_with_standalone(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            return
+        if len(self.previous.settings.seeds) == 1:
+            self.type = _T.SINGLE
+        else:
+            self.remove(sd.address)
+
+    def update_rs_without_primary(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            return
+        if self.set_name is None:
+            self.set_name = sd.set_name
+        elif self.set_name != sd.set_name:
+            self.remove(sd.address)
+            return
+        self.add_members(sd)
+        self.mark_possible_primary(sd)
+        if sd.me is not None and sd.address != sd.me:
+            self.remove(sd.address)
+
+    def update_rs_with_primary_from_member(self, sd: ServerDescription) -> None:
+        if sd.address not in self.servers:
+            # Another thread heard from the primary that this server left the set.
+            return
+        if self.set_name != sd.set_name or (sd.me is not None and sd.address != sd.me):
+            self.remove(sd.address)
+            self.check_if_has_primary()
+            return
+        # Had this member been the primary?
+        if not _has_primary(self.servers, self.previous):
+            self.type = _T.REPLICA_SET_NO_PRIMARY
+            self.mark_possible_primary(sd)
+
+    def update_rs_from_primary(self, sd: ServerDescription) -> None:
+        address = sd.address
+        if address not in self.servers:
+            return
+        if self.set_name is None:
+            self.set_name = sd.set_name
+        elif self.set_name != sd.set_name:
+            # A primary, but not of the set the user named or we discovered.
+            self.remove(address)
+            self.check_if_has_primary()
+            return
+
+        if not self._accept_election(sd):
+            self.check_if_has_primary()
+            return
+
+        for other, other_sd in list(self.servers.items()):
+            if other != address and other_sd.type is _S.RS_PRIMARY:
+                self.servers[other] = ServerDescription.from_error(
+                    other, "primary marked stale due to discovery of newer primary"
+                )
+                self.request_check = _append(self.request_check, other)
+                if other_sd.max_wire_version < WIRE_VERSION_4_2:
+                    self.clear_pools = _append(self.clear_pools, other)
+
+        self.add_members(sd)
+        members = sd.all_hosts
+        for other in list(self.servers):
+            if other not in members:
+                self.remove(other)
+        self.check_if_has_primary()
+
+    def _accept_election(self, sd: ServerDescription) -> bool:
+        """The (electionId, setVersion) check. False, and the server marked Unknown, if stale."""
+        election_id, set_version = sd.election_id, sd.set_version
+        if sd.max_wire_version >= 17:  # MongoDB 6.0+: electionId first; null is least.
+            by_election = _cmp_nullable(election_id, self.max_election_id)
+            if by_election > 0 or (
+                by_election == 0 and _cmp_nullable(set_version, self.max_set_version) >= 0
+            ):
+                self.max_election_id = election_id
+                self.max_set_version = set_version
+                return True
+            self._mark_stale_primary(sd)
+            return False
+
+        # Older servers: setVersion is compared before electionId.
+        if set_version is not None and election_id is not None:
+            if self.max_set_version is not None and self.max_election_id is not None:
+                by_version = _cmp_nullable(set_version, self.max_set_version)
+                if by_version < 0 or (
+                    by_version == 0 and _cmp_nullable(election_id, self.max_election_id) < 0
+                ):
+                    self._mark_stale_primary(sd)
+                    return False
+            self.max_election_id = election_id
+        if set_version is not None and _cmp_nullable(set_version, self.max_set_version) > 0:
+            self.max_set_version = set_version
+        return True
+
+    def _mark_stale_primary(self, sd: ServerDescription) -> None:
+        self.servers[sd.address] = ServerDescription.from_error(
+            sd.address,
+            "primary marked stale due to electionId/setVersion mismatch, "
+            f"({sd.election_id}, {sd.set_version}) is stale compared to "
+            f"({self.max_election_id}, {self.max_set_version})",
+        )
+
+
+def _set_type(topology_type: TopologyType, then: _Handler | None = None) -> _Handler:
+    def handler(update: _Update, sd: ServerDescription) -> None:
+        update.type = topology_type
+        if then is not None:
+            then(update, sd)
+
+    return handler
+
+
+def _remove(update: _Update, sd: ServerDescription) -> None:
+    update.remove(sd.address)
+
+
+def _remove_and_check(update: _Update, sd: ServerDescription) -> None:
+    update.remove(sd.address)
+    update.check_if_has_primary()
+
+
+_Handler = Callable[[_Update, ServerDescription], None]
+
+# The seed's TopologyType table: (TopologyType, ServerType) -> action; absent = no-op.
+_TABLE: dict[TopologyType, dict[ServerType, _Handler]] = {
+    _T.UNKNOWN: {
+        _S.STANDALONE: _Update.update_unknown_with_standalone,
+        _S.MONGOS: _set_type(_T.SHARDED),
+        _S.RS_PRIMARY: _set_type(_T.REPLICA_SET_WITH_PRIMARY, _Update.update_rs_from_primary),
+        _S.RS_SECONDARY: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+        _S.RS_ARBITER: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+        _S.RS_OTHER: _set_type(_T.REPLICA_SET_NO_PRIMARY, _Update.update_rs_without_primary),
+    },
+    _T.SHARDED: {
+        _S.STANDALONE: _remove,
+        _S.RS_PRIMARY: _remove,
+        _S.RS_SECONDARY: _remove,
+        _S.RS_ARBITER: _remove,
+        _S.RS_OTHER: _remove,
+        _S.RS_GHOST: _remove,
+    },
+    _T.REPLICA_SET_NO_PRIMARY: {
+        _S.STANDALONE: _remove,
+        _S.MONGOS: _remove,
+        _S.RS_PRIMARY: _set_type(_T.REPLICA_SET_WITH_PRIMARY, _Update.update_rs_from_primary),
+        _S.RS_SECONDARY: _Update.update_rs_without_primary,
+        _S.RS_ARBITER: _Update.update_rs_without_primary,
+        _S.RS_OTHER: _Update.update_rs_without_primary,
+    },
+    _T.REPLICA_SET_WITH_PRIMARY: {
+        _S.UNKNOWN: lambda update, sd: update.check_if_has_primary(),
+        _S.RS_GHOST: lambda update, sd: update.check_if_has_primary(),
+        _S.STANDALONE: _remove_and_check,
+        _S.MONGOS: _remove_and_check,
+        _S.RS_PRIMARY: _Update.update_rs_from_primary,
+        _S.RS_SECONDARY: _Update.update_rs_with_primary_from_member,
+        _S.RS_ARBITER: _Update.update_rs_with_primary_from_member,
+        _S.RS_OTHER: _Update.update_rs_with_primary_from_member,
+    },
+}
+
+
+def _has_primary(
+    servers: Mapping[Address, ServerDescription], previous: TopologyDescription
+) -> bool:
+    # Fast path: the previous primary (computed once per description, and needed by
+    # server selection anyway) is usually still there.
+    hint = previous.primary
+    if hint is not None:
+        current = servers.get(hint.address)
+        if current is not None and current.type is _S.RS_PRIMARY:
+            return True
+    return any(sd.type is _S.RS_PRIMARY for sd in servers.values())
+
+
+def _cmp_nullable(a: Any, b: Any) -> int:
+    """Compare with null less than every value (the seed's electionId/setVersion rule).
+
+    ``a`` is the reported value, ``b`` the stored maximum. Parsing guarantees the
+    types (ObjectId, int), but a description can be built by hand: values that
+    cannot be ordered against each other count ``a`` as newer, so a bad maximum is
+    replaced by the next primary rather than failing every later comparison.
+    """
+    if a is None:
+        return 0 if b is None else -1
+    if b is None:
+        return 1
+    try:
+        return 1 if a > b else (-1 if a < b else 0)
+    except TypeError:
+        return 1
+
+
+def _address_sort_key(address: Address) -> tuple[str, int]:
+    return (address.host, address.port or 0)
