@@ -33,6 +33,7 @@ from mongocore.core.events import CommandStartedEvent
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     BulkWriteError,
+    DocumentTooLarge,
     InvalidOperation,
     OperationFailure,
     WriteError,
@@ -245,6 +246,22 @@ def test_insert_many_is_split_by_max_message_size(
         sizes = [len(e.command["documents"]) for e in recorder.started_of("insert")]
         assert sum(sizes) == 7 and len(sizes) >= 3 and max(sizes) <= 3
         assert coll.count_documents({}) == 7
+
+
+def test_insert_one_refuses_a_document_over_the_servers_limit_before_sending(
+    rs: ReplicaSet, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """insert_one's own path checks the document against the server's
+    maxBsonObjectSize: the broken variant sends it (and the server refuses it) or
+    retries it. Nothing is sent, and a document under the limit goes through."""
+    monkeypatch.setattr("mongocore.sim.process.MAX_BSON_OBJECT_SIZE", 50_000)
+    with sim_client(rs.uri, recorder, retryWrites=True) as client:
+        coll = client["crud"]["big"]
+        with pytest.raises(DocumentTooLarge):
+            coll.insert_one({"_id": 1, "pad": "x" * 60_000})
+        assert recorder.started_of("insert") == []
+        coll.insert_one({"_id": 2, "pad": "x" * 40_000})
+        assert [d["_id"] for d in coll.find({})] == [2]
 
 
 def test_a_write_concern_error_in_a_bulk_write(rs: ReplicaSet, coll: Collection) -> None:

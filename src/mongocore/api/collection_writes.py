@@ -16,10 +16,11 @@ from mongocore.api.arguments import (
     _hint,
     _options,
     _projection,
+    _raise_single_write_errors,
     _raise_write_concern_error,
     _sort_document,
 )
-from mongocore.api.bulk import _BulkWrite
+from mongocore.api.bulk import _COMMAND_FIELDS_ALLOWANCE, _BulkWrite
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.operations import (
@@ -44,6 +45,8 @@ from mongocore.api.results import (
 from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.retry_policy import RetryKind
+from mongocore.core.wire.limits import op_msg_overhead, split_batches
+from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
 
@@ -95,16 +98,47 @@ class CollectionWrites(CollectionBase):
         comment: Any = None,
     ) -> InsertOneResult:
         """Insert one document (a retryable write). A missing ``_id`` is generated."""
-        result = self._bulk(
-            [InsertOne(document)],
-            ordered=True,
-            bypass_document_validation=bypass_document_validation,
-            session=session,
-            timeout_ms=timeout_ms,
-            comment=comment,
-            single=True,
-        )[0]
-        return InsertOneResult(result.inserted_ids.get(0), result.acknowledged)
+        # The bulk machinery's result, without its per-call work: one statement is one
+        # batch of one document, encoded once here and sent as a document sequence.
+        statement = InsertOne(document)._statement()
+        owned = session is None
+        use = self._write_session(session, self._write_concern)
+        try:
+            encoded = self._encode(statement)
+            body = self._write_command_fields(
+                {"insert": self._name, "ordered": True},
+                bypassDocumentValidation=bypass_document_validation,
+                comment=comment,
+            )
+            checked: list[bool] = []
+
+            def build(ctx: AttemptContext) -> Command:
+                if not checked:
+                    # The size checks a batch of one gets (DocumentTooLarge), once.
+                    size = len(self._encode(body)) + _COMMAND_FIELDS_ALLOWANCE
+                    split_batches(
+                        [encoded], op_msg_overhead(size, "documents"), ctx.connection.limits
+                    )
+                    checked.append(True)
+                return Command(dict(body), {"documents": [encoded]}, {"documents": [statement]})
+
+            # In a transaction every write is acknowledged: the commit has the write concern.
+            acknowledged = self._write_concern.acknowledged or use.in_transaction
+            reply = self._write(
+                "insert",
+                build,
+                use,
+                retryable=True,
+                timeout_ms=timeout_ms,
+                operation_id=next_operation_id(),
+            )
+            if not acknowledged:
+                return InsertOneResult(statement["_id"], False)
+            _raise_single_write_errors(reply)
+            return InsertOneResult(statement["_id"], True)
+        finally:
+            if owned:
+                use.end_session()
 
     def insert_many(
         self,
