@@ -18,8 +18,8 @@ from pymongo import MongoClient, ReadPreference
 from pymongo.errors import OperationFailure
 
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
+from tests.integration.sim_client import FAST
 
-FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 20_000}
 Client = MongoClient[dict[str, Any]]
 
 

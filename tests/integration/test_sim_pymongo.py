@@ -22,10 +22,10 @@ from mongocore.sim import (  # noqa: E402
     Standalone,
     election_id,
 )
+from tests.integration.sim_client import FAST  # noqa: E402
 
 # Short heartbeats and elections keep the suite fast; every wait is on an event or a
 # condition with a generous deadline.
-FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 20_000}
 DEADLINE = 20.0
 
 

@@ -21,9 +21,9 @@ from pymongo.client_session import ClientSession  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
 from mongocore.sim import ReplicaSet, ShardedCluster  # noqa: E402
+from tests.integration.sim_client import FAST  # noqa: E402
 from tests.unit.sim_wire import connect  # noqa: E402
 
-FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 20_000}
 DEADLINE = 20.0
 Client = MongoClient[dict[str, Any]]
 

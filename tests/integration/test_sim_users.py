@@ -16,8 +16,8 @@ from pymongo import MongoClient
 from pymongo.errors import NotPrimaryError, OperationFailure
 
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone, User
+from tests.integration.sim_client import FAST
 
-FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 20_000}
 Client = MongoClient[dict[str, Any]]
 
 
