@@ -7,7 +7,7 @@ import socket
 import struct
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import bson
 import pytest
@@ -648,3 +648,40 @@ def test_cancellation_aborts_connection_establishment() -> None:
     assert "cancelled" in str(error)
     assert cancellation.cancelled
     assert error.error_labels == frozenset()
+
+
+class _CancelledOnAttach(Cancellation):
+    """Cancelled by "another thread" just after the socket is attached, before the
+    connect begins: the moment a shutdown cannot abort anything yet."""
+
+    def attach(self, sock: Optional[socket.socket]) -> bool:
+        attached = super().attach(sock)
+        if sock is not None:
+            self.cancel()
+        return attached
+
+
+def test_cancellation_before_the_connect_begins_is_not_lost() -> None:
+    """The broken variant this catches: a connect begun with a plain blocking
+    ``sock.connect()`` after ``attach()``. ``cancel()`` then shuts down a socket that
+    is not connecting yet (a no-op), and the connect to a listener whose backlog is
+    full waits for its whole connectTimeoutMS (600 s here) instead of ending now."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(4)]
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+            cancellation = _CancelledOnAttach()
+            settings = ConnectionSettings(connect_timeout=600.0)
+            error = Background(
+                lambda: connect(Address("127.0.0.1", port), settings, cancellation=cancellation)
+            ).error()
+        finally:
+            for filler in fillers:
+                filler.close()
+    assert isinstance(error, NetworkError)
+    assert "cancelled" in str(error)

@@ -173,6 +173,8 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         )
         self._read_concern = ReadConcern(self._options.read_concern_level)
         self._session_pool = ServerSessionPool()
+        #: ``client.name`` and ``client[name]``: each Database once (they are immutable).
+        self._databases: dict[str, Database] = {}
         self._cluster_clock = ClusterClock()
         self._executor_instance: Optional[Executor] = None  # see _executor
         self._topology.open()
@@ -295,9 +297,13 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
     # constructing a client does not need them (nor importing mongocore).
 
     def __getitem__(self, name: str) -> Database:
-        from mongocore.api.database import Database  # noqa: PLC0415
+        database = self._databases.get(name) if type(name) is str else None
+        if database is None:
+            from mongocore.api.database import Database  # noqa: PLC0415
 
-        return Database(self, name)
+            database = Database(self, name)  # checks the name
+            self._databases[name] = database
+        return database
 
     def __getattr__(self, name: str) -> Database:
         if name.startswith("_"):
@@ -305,9 +311,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
                 f"Client has no attribute {name!r}. To reach the database {name!r},"
                 f" use client[{name!r}]."
             )
-        from mongocore.api.database import Database  # noqa: PLC0415
-
-        return Database(self, name)
+        return self[name]
 
     def get_database(
         self,

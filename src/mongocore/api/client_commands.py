@@ -22,10 +22,23 @@ if TYPE_CHECKING:
     from mongocore.api.database import Database
     from mongocore.core.codec import AnyCodecOptions
     from mongocore.io.executor import Executor
-    from mongocore.io.operation import AttemptContext
+    from mongocore.io.operation import AttemptContext, Command
     from mongocore.write_concern import WriteConcern
 
 __all__ = ["ClientCommands"]
+
+#: ClientSession, Command, Operation: sessions and operations load with the first
+#: operation, not with the client (nor on every command: an import statement costs).
+_OPERATION_TYPES: list[Any] = []
+
+
+def _operation_types() -> list[Any]:
+    from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
+    from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+
+    if not _OPERATION_TYPES:
+        _OPERATION_TYPES.extend((ClientSession, Command, Operation))
+    return _OPERATION_TYPES
 
 
 class ClientCommands:
@@ -143,19 +156,19 @@ class ClientCommands:
         self._check_open()
         # One immutable instance for every command (selection caches per description).
         rp = read_preference if read_preference is not None else PRIMARY
-        # Sessions and operations load with the first operation, not with the client.
-        from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
-        from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+        session_class, command_class, operation_class = _OPERATION_TYPES or _operation_types()
 
         owned = session is None
-        use = ClientSession(cast("Client", self), implicit=True) if session is None else session
+        use: ClientSession = (
+            session_class(cast("Client", self), implicit=True) if session is None else session
+        )
 
         def build(ctx: AttemptContext) -> Command:
-            return Command(dict(document))
+            return command_class(dict(document))  # type: ignore[no-any-return]
 
         name = next(iter(document), "command")
         write_concern = document.get("writeConcern")
-        op = Operation(
+        op = operation_class(
             name=str(name),
             database=database,
             build=build,

@@ -170,8 +170,10 @@ class ClientSession(TransactionMixin):
         A transaction in progress is aborted first (errors ignored)."""
         if self._ended:
             return
-        self._end_transaction_for_session_end()
-        self._sync_pinned_connection()
+        if self._transaction is not None:
+            self._end_transaction_for_session_end()
+        if self._pinned_connection is not None:
+            self._sync_pinned_connection()
         self._ended = True
         server_session, self._server_session = self._server_session, None
         if server_session is not None:

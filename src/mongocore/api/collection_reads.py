@@ -13,7 +13,7 @@ from mongocore.api.arguments import _collation_document, _hint, _options
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.command_cursor import CommandCursor, _aggregate
-from mongocore.api.cursor import Cursor
+from mongocore.api.cursor import Cursor, find_first
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
 from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
@@ -91,6 +91,10 @@ class CollectionReads(CollectionBase):
         not a document is taken as an ``_id``; the other arguments are find's."""
         if filter is not None and not isinstance(filter, Mapping):
             filter = {"_id": filter}
+        if not args and not kwargs:
+            # The common call, a filter alone: the same find, without a Cursor object
+            # unless the server leaves the cursor open.
+            return find_first(self._collection(), filter)
         with self.find(filter, *args, **kwargs).limit(-1) as cursor:
             for document in cursor:
                 return document

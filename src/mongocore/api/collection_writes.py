@@ -19,6 +19,7 @@ from mongocore.api.arguments import (
     _raise_single_write_errors,
     _raise_write_concern_error,
     _sort_document,
+    _with_id,
 )
 from mongocore.api.bulk import _COMMAND_FIELDS_ALLOWANCE, _BulkWrite
 from mongocore.api.client_session import ClientSession
@@ -100,21 +101,27 @@ class CollectionWrites(CollectionBase):
         """Insert one document (a retryable write). A missing ``_id`` is generated."""
         # The bulk machinery's result, without its per-call work: one statement is one
         # batch of one document, encoded once here and sent as a document sequence.
-        statement = InsertOne(document)._statement()
+        if not isinstance(document, Mapping):
+            raise TypeError(f"document must be a mapping (a dict), not {type(document).__name__}")
+        statement = _with_id(document)
         owned = session is None
-        use = self._write_session(session, self._write_concern)
+        write_concern = self._write_concern
+        use = self._write_session(session, write_concern)
         try:
             encoded = self._encode(statement)
-            body = self._write_command_fields(
-                {"insert": self._name, "ordered": True},
-                bypassDocumentValidation=bypass_document_validation,
-                comment=comment,
-            )
+            body: Document = {"insert": self._name, "ordered": True}
+            if not write_concern.is_server_default:
+                body["writeConcern"] = write_concern.document
+            if bypass_document_validation is not None:
+                body["bypassDocumentValidation"] = bypass_document_validation
+            if comment is not None:
+                body["comment"] = comment
             checked: list[bool] = []
 
             def build(ctx: AttemptContext) -> Command:
-                if not checked:
-                    # The size checks a batch of one gets (DocumentTooLarge), once.
+                if not checked and len(encoded) > ctx.connection.limits.max_bson_object_size // 2:
+                    # A large document: the size checks a batch of one gets
+                    # (DocumentTooLarge), once. A smaller one cannot fail them.
                     size = len(self._encode(body)) + _COMMAND_FIELDS_ALLOWANCE
                     split_batches(
                         [encoded], op_msg_overhead(size, "documents"), ctx.connection.limits

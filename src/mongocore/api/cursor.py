@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from mongocore.api.arguments import _projection, _sort_document
 from mongocore.api.client_session import ClientSession
-from mongocore.api.cursor_base import _CursorBase
+from mongocore.api.cursor_base import _cursor_id, _CursorBase
 from mongocore.api.cursor_options import FindModifiers, slice_bounds
 from mongocore.api.types import Document, Filter, Projection, SortSpec
+from mongocore.core import codec
 from mongocore.core.selection.read_preference import ReadPreference
-from mongocore.errors import (
-    InvalidOperation,
-)
+from mongocore.errors import InvalidOperation, OperationFailure
 from mongocore.io.operation import AttemptContext, Command
 
 if TYPE_CHECKING:
@@ -255,3 +254,64 @@ class Cursor(FindModifiers, _CursorBase):
         self._adopt(outcome, (collection.database.name, collection.name))
         if self._single_batch and self._id:
             self.close()
+
+
+def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Document]:
+    """``find_one(filter)``: the find a ``Cursor`` with ``limit(-1)`` sends (limit 1,
+    singleBatch, a retryable read), its one document taken from the reply directly.
+
+    Should the server leave the cursor open (or a load balancer pin its connection),
+    a Cursor adopts the reply and closes it, as iterating one would.
+    """
+    body: Document = {
+        "find": collection.name,
+        "filter": dict(filter) if filter is not None else {},
+        "limit": 1,
+        "singleBatch": True,
+    }
+    session = collection._session(None)
+    database = collection.database.name
+    try:
+        outcome = collection._read(
+            database,
+            "find",
+            lambda ctx: Command(dict(body)),
+            session,
+            read_preference=None,
+            timeout_ms=None,
+            opens_cursor=True,
+        )
+        reply_cursor = outcome.reply.get("cursor")
+        if not isinstance(reply_cursor, Mapping):
+            raise OperationFailure("the reply has no cursor document", None, outcome.reply)
+    except BaseException:
+        session.end_session()
+        raise
+    if outcome.pinned is not None or _cursor_id(reply_cursor.get("id", 0)) != 0:
+        cursor = Cursor(
+            collection,
+            filter,
+            None,
+            skip=0,
+            limit=-1,
+            sort=None,
+            batch_size=None,
+            session=None,
+            read_preference=None,
+            timeout_ms=None,
+            options={},
+        )
+        cursor._started = True
+        cursor._session = cursor._owned_session = session
+        with cursor:
+            cursor._adopt(outcome, (database, collection.name))
+            return next(cursor, None)
+    session.end_session()
+    batch = reply_cursor.get("firstBatch")
+    if not batch:
+        return None
+    documents = list(batch)[:1]
+    decoding = collection._decoding
+    if decoding is not None:
+        documents = codec.decode_documents(documents, decoding)
+    return documents[0]  # type: ignore[no-any-return]

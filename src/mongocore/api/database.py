@@ -37,6 +37,10 @@ if TYPE_CHECKING:
     from mongocore.api.client import Client
 
 
+#: Characters a database name cannot contain.
+_INVALID_NAME_CHARACTERS = frozenset(' ./\\"$\x00')
+
+
 class Database(_Target, DatabaseWatch):
     """A database of the deployment: ``client["name"]`` or ``client.name``;
     ``db["coll"]`` and ``db.coll`` are Collections (names starting with ``_`` only
@@ -51,7 +55,7 @@ class Database(_Target, DatabaseWatch):
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> None:
-        if not isinstance(name, str) or not name or any(c in name for c in ' ./\\"$\x00'):
+        if not isinstance(name, str) or not name or not _INVALID_NAME_CHARACTERS.isdisjoint(name):
             raise ValueError(f"invalid database name {name!r}")
         self._client = client
         self._name = name

@@ -136,41 +136,46 @@ def run_command(
     without ``ok: 1`` raises OperationFailure (after a failed event); a reply with
     ``ok: 1`` is returned as it is, write errors and write concern errors included.
     """
-    name = next(iter(command))
     listeners = publisher.command_listeners
+    if not listeners:
+        # No listener: no event to build, nothing to time (the common case).
+        reply = connection.command(
+            database,
+            command,
+            sequences=sequences,
+            timeout=timeout,
+            check=False,
+            deadline=deadline,
+        )
+        if reply.get("ok") != 1:
+            raise command_error_from_reply(reply)
+        return reply
+    name = next(iter(command))
     # The declared API version's fields, added here (the connection would add them
     # anyway) so that the started event shows the command as it is sent.
     server_api = connection.settings.server_api
     if server_api is not None:
         add_api_fields(command, server_api)
     request_id = next_request_id()
-    if operation_id is None:
-        operation_id = request_id
-    address = connection.address
-    common: dict[str, Any] = {}
-    if listeners:
-        common = {
-            "database_name": database,
-            "command_name": name,
-            "request_id": request_id,
-            "operation_id": operation_id,
-            "address": address,
-            "connection_id": connection.id,
-            "server_connection_id": connection.server_connection_id,
-            "service_id": connection.service_id,
-        }
-    sensitive = bool(common) and is_sensitive(name, command)
-    if common:
-        shown: Mapping[str, Any] = (
-            {}
-            if sensitive
-            else _event_command(
-                {**command, "$db": database}, event_sequences if event_sequences else sequences
-            )
+    common: dict[str, Any] = {
+        "database_name": database,
+        "command_name": name,
+        "request_id": request_id,
+        "operation_id": request_id if operation_id is None else operation_id,
+        "address": connection.address,
+        "connection_id": connection.id,
+        "server_connection_id": connection.server_connection_id,
+        "service_id": connection.service_id,
+    }
+    sensitive = is_sensitive(name, command)
+    shown: Mapping[str, Any] = (
+        {}
+        if sensitive
+        else _event_command(
+            {**command, "$db": database}, event_sequences if event_sequences else sequences
         )
-        event = CommandStartedEvent(command=shown, **common)
-        if listeners:
-            publisher.publish(listeners, "started", event)
+    )
+    publisher.publish(listeners, "started", CommandStartedEvent(command=shown, **common))
     started = time.perf_counter()
     try:
         reply = connection.command(
@@ -185,24 +190,18 @@ def run_command(
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)
     except BaseException as exc:
-        if common:
-            duration = time.perf_counter() - started
-            failure = redacted_failure(exc) if sensitive else exc
-            if listeners:
-                publisher.publish(
-                    listeners,
-                    "failed",
-                    CommandFailedEvent(duration=duration, failure=failure, **common),
-                )
-        raise
-    if common:
         duration = time.perf_counter() - started
-        if listeners:
-            publisher.publish(
-                listeners,
-                "succeeded",
-                CommandSucceededEvent(
-                    duration=duration, reply=_event_reply(command, reply, sensitive), **common
-                ),
-            )
+        failure = redacted_failure(exc) if sensitive else exc
+        publisher.publish(
+            listeners, "failed", CommandFailedEvent(duration=duration, failure=failure, **common)
+        )
+        raise
+    duration = time.perf_counter() - started
+    publisher.publish(
+        listeners,
+        "succeeded",
+        CommandSucceededEvent(
+            duration=duration, reply=_event_reply(command, reply, sensitive), **common
+        ),
+    )
     return reply

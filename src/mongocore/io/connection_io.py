@@ -48,13 +48,18 @@ from mongocore.errors import (
     ProtocolError,
 )
 from mongocore.io.connection_settings import ConnectionSettings
-from mongocore.io.deadlines import deadline_after, earliest, recv_exactly, send_all
+from mongocore.io.deadlines import deadline_after, earliest, recv_exactly, recv_some, send_all
 
 __all__ = ["ConnectionIO", "request_not_sent", "shutdown_socket", "unless_sent"]
 
 _E = TypeVar("_E", bound=BaseException)
 
 _NOT_SENT = "_mongocore_request_not_sent"
+
+#: Bytes asked of the socket by the first read of a reply: most replies arrive whole
+#: in one read, header and body. What follows a reply in the stream (the next reply of
+#: an exhaust stream) is kept for the next read.
+READ_AHEAD = 64 * 1024
 
 
 def request_not_sent(error: BaseException) -> bool:
@@ -115,6 +120,8 @@ class ConnectionIO:
         # max_reply_size(self.limits...), computed again only when limits change.
         self._reply_size_limits: Optional[SizeLimits] = None
         self._max_reply_size = 0
+        #: Bytes received past the end of the last message (read ahead).
+        self._received: bytes = b""
 
     # --- closing -----------------------------------------------------------------------
 
@@ -197,7 +204,14 @@ class ConnectionIO:
             step = "reading a reply"
             if bounded:
                 limit = earliest(deadline_after(timeout), deadline)
-            raw_header = self._recv_exactly(HEADER_SIZE, limit)
+            received = self._received
+            self._received = b""
+            while len(received) < HEADER_SIZE:
+                more = recv_some(sock, READ_AHEAD, limit)
+                if not more:
+                    raise NetworkError(self._closed_early(len(received), HEADER_SIZE))
+                received = received + more if received else more
+            raw_header = received[:HEADER_SIZE]
             header = unpack_header(raw_header)
             limits = self.limits
             if limits is not self._reply_size_limits:
@@ -205,7 +219,15 @@ class ConnectionIO:
                 self._reply_size_limits = limits
             max_size = self._max_reply_size
             check_header(header, max_size)
-            body = self._recv_exactly(header.message_length - HEADER_SIZE, limit)
+            end = header.message_length
+            if len(received) >= end:
+                body: Any = memoryview(received)[HEADER_SIZE:end]
+                if len(received) > end:
+                    self._received = received[end:]
+            else:
+                body = self._recv_exactly(
+                    end - HEADER_SIZE, limit, memoryview(received)[HEADER_SIZE:]
+                )
             message = decode_body(header, body, raw_header=raw_header, max_message_size=max_size)
         except socket.timeout as exc:
             self.close("error")
@@ -257,19 +279,21 @@ class ConnectionIO:
             f"connection {self._id} to {self.address} failed: {detail}", address=self.address
         )
 
-    def _recv_exactly(self, size: int, deadline: Optional[float]) -> memoryview:
-        if not size:
-            return memoryview(b"")
-        buffer = recv_exactly(self._sock, size, deadline)
+    def _recv_exactly(self, size: int, deadline: Optional[float], prefix: memoryview) -> memoryview:
+        """The rest of a message's body, after ``prefix`` (what arrived with its header)."""
+        buffer = recv_exactly(self._sock, size, deadline, prefix)
         received = len(buffer)
         if received < size:
-            if self._closed:
-                raise NetworkError(f"closed ({self._close_reason}) during a read")
-            raise NetworkError(
-                f"the server closed the connection after {received} of {size} bytes"
-                f" of a {'header' if size == HEADER_SIZE else 'message'}"
-            )
+            raise NetworkError(self._closed_early(received, size))
         return buffer
+
+    def _closed_early(self, received: int, size: int) -> str:
+        if self._closed:
+            return f"closed ({self._close_reason}) during a read"
+        return (
+            f"the server closed the connection after {received} of {size} bytes"
+            f" of a {'header' if size == HEADER_SIZE else 'message'}"
+        )
 
     def _unpack_reply(
         self,

@@ -31,6 +31,7 @@ __all__ = [
     "deadline_after",
     "earliest",
     "recv_exactly",
+    "recv_some",
     "send_all",
     "tls_handshake",
 ]
@@ -80,14 +81,26 @@ def send_all(sock: socket.socket, data: _Buffer, deadline: Optional[float]) -> N
         sent += sock.send(view[sent : sent + SEND_CHUNK])
 
 
-def recv_exactly(sock: socket.socket, size: int, deadline: Optional[float]) -> memoryview:
+def recv_some(sock: socket.socket, size: int, deadline: Optional[float]) -> bytes:
+    """Read what has arrived, at most ``size`` bytes, waiting until ``deadline`` for the
+    first; ``b""`` if the peer closed the stream."""
+    if deadline is not None or sock.gettimeout() is not None:  # as in send_all
+        _arm(sock, deadline)
+    return sock.recv(size)
+
+
+def recv_exactly(
+    sock: socket.socket, size: int, deadline: Optional[float], prefix: _Buffer = b""
+) -> memoryview:
     """Read ``size`` bytes before ``deadline``; fewer if the peer closed the stream.
+    ``prefix``: the first of them, already received.
 
     The buffer starts at most :data:`FIRST_CHUNK` bytes long and grows only as bytes
     arrive, so a peer that claims a large message and sends little costs little.
     """
-    buffer = bytearray(min(size, FIRST_CHUNK))
-    received = 0
+    received = len(prefix)
+    buffer = bytearray(max(received, min(size, FIRST_CHUNK)))
+    buffer[:received] = prefix
     recv_into = sock.recv_into
     while received < size:
         if received == len(buffer):

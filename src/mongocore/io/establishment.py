@@ -13,6 +13,8 @@ authentication.
 from __future__ import annotations
 
 import errno
+import os
+import select
 import socket
 import sys
 import threading
@@ -129,14 +131,16 @@ def _connect_one(
     try:
         if cancellation is not None and not cancellation.attach(sock):
             raise NetworkError(f"connecting to {address} was cancelled", address=address)
-        if deadline is None:
-            sock.settimeout(None)
-        else:
+        remaining: Optional[float] = None
+        if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise socket.timeout("connectTimeoutMS passed before this address was tried")
+        if cancellation is None:
             sock.settimeout(remaining)
-        sock.connect(sockaddr)
+            sock.connect(sockaddr)
+        else:
+            _cancellable_connect(sock, sockaddr, remaining, cancellation)
         return sock
     except socket.timeout as exc:
         release(sock, cancellation)
@@ -154,6 +158,47 @@ def _connect_one(
     except BaseException:
         release(sock, cancellation)
         raise
+
+
+def _cancellable_connect(
+    sock: socket.socket, sockaddr: Any, timeout: Optional[float], cancellation: Cancellation
+) -> None:
+    """``sock.connect(sockaddr)`` within ``timeout`` seconds, which ``cancel()`` ends.
+
+    Shutting a socket down aborts a TCP connect in progress, but not one that has not
+    begun: a ``cancel()`` between attaching the socket and calling ``connect()`` would
+    be lost, and the connect would then wait for its whole timeout. So the connect is
+    begun without blocking, the cancellation checked once it is in progress, and its
+    end awaited.
+    """
+    sock.setblocking(False)
+    err = sock.connect_ex(sockaddr)
+    if cancellation.cancelled:
+        raise OSError(errno.ECANCELED, "cancelled")
+    if err in _IN_PROGRESS:
+        _wait_writable(sock, timeout)
+        if cancellation.cancelled:
+            raise OSError(errno.ECANCELED, "cancelled")
+        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if err:
+        raise OSError(err, os.strerror(err))
+    sock.settimeout(timeout)
+
+
+def _wait_writable(sock: socket.socket, timeout: Optional[float]) -> None:
+    """Wait until a connect in progress ends (socket.timeout after ``timeout``)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        ready = bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000)) + 1))
+    else:  # Windows: select() has no descriptor limit there
+        ready = bool(select.select([], [sock], [sock], timeout)[1])
+    if not ready:
+        raise socket.timeout("timed out")
+
+
+#: connect_ex() of a connect that is under way (non-blocking sockets).
+_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN})
 
 
 #: TCP connect errors that say no server process is there to be overloaded: nothing

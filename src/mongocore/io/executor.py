@@ -165,12 +165,14 @@ class Executor:
         finally:
             # A transaction unpinned by this operation (its error, or a command outside
             # it) gives its load-balanced connection back now.
-            op.session._sync_pinned_connection()
+            if op.session._pinned_connection is not None:
+                op.session._sync_pinned_connection()
 
     def _run(self, op: Operation) -> CommandOutcome:
         self._client._check_open()
-        op.session._check_usable(self._client)
-        transaction = op.session._transaction_for(op.name)
+        session = op.session
+        session._check_usable(self._client)
+        transaction = None if session._transaction is None else session._transaction_for(op.name)
         if transaction is not None:
             prepare_operation(op, transaction)
         timeout_ms = op.timeout_ms if op.timeout_ms is not None else self._default_timeout_ms
@@ -193,7 +195,7 @@ class Executor:
             # may be an earlier one, which the later error must not be chained to.
             selection_error: Optional[MongoCoreError] = None
             # Load-balanced mode: the connection of the session's transaction, if any.
-            held = op.session._sync_pinned_connection()
+            held = None if session._pinned_connection is None else session._sync_pinned_connection()
             try:
                 server, sd = self._select(op, failed_at, deadline, operation_id, transaction)
             except MongoCoreError as exc:
@@ -204,9 +206,12 @@ class Executor:
                 raise policy.selection_failed(selection_error)
             if transaction is not None and sd.type is ServerType.MONGOS:
                 transaction.pin(server.address)  # "Mongos Pinning"
-            refusal = policy.server_selected(self._description_supports(op, sd))
-            if refusal is not None:
-                raise refusal
+            # A single attempt needs no support checks (its policy accepts any server).
+            checks = type(policy) is not SingleAttemptPolicy
+            if checks:
+                refusal = policy.server_selected(self._description_supports(op, sd))
+                if refusal is not None:
+                    raise refusal
             pool = server.pool
             failure: Optional[MongoCoreError] = None
             expired = False
@@ -224,10 +229,14 @@ class Executor:
                 outcome = policy.checkout_failed(failure)
             else:
                 pinned: Optional[PinnedConnection] = None
-                if held is None:
+                if held is None and transaction is not None:
                     held = pin_transaction(op, transaction, sd, pool, connection)
                 try:
-                    refusal = policy.connection_ready(self._connection_supports(op, sd, connection))
+                    refusal = (
+                        policy.connection_ready(self._connection_supports(op, sd, connection))
+                        if checks
+                        else None
+                    )
                     if refusal is None:
                         if transaction is not None:
                             txn_number = op.session._transaction_number()
@@ -246,7 +255,8 @@ class Executor:
                             deadline=deadline,
                             transaction=transaction,
                         )
-                        pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
+                        if sd.type is ServerType.LOAD_BALANCER:
+                            pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
                         return CommandOutcome(reply, server.address, sd, operation_id, pinned)
                 except _DeadlineExpired:
                     expired = True
@@ -385,9 +395,12 @@ class Executor:
             # Causal Consistency (newer spec): a write waits for the session's last
             # operation too, so that it is ordered after what the session saw.
             body["readConcern"] = {"afterClusterTime": session.operation_time}
-        session._apply_snapshot(body, connection.max_wire_version)
+        if session._options.snapshot:
+            session._apply_snapshot(body, connection.max_wire_version)
         if connection.max_wire_version >= RETRYABLE_WIRE_VERSION and "$clusterTime" not in body:
-            cluster_time = newer_cluster_time(self._clock.value, session.cluster_time)
+            cluster_time = self._clock._value
+            if session._cluster_time is not None:
+                cluster_time = newer_cluster_time(cluster_time, session._cluster_time)
             if cluster_time is not None:
                 body["$clusterTime"] = cluster_time
         if op.read_preference is not None:
@@ -417,7 +430,8 @@ class Executor:
         self._gossip(session, reply)
         if transaction is not None:
             transaction.reply(reply)
-        error = write_concern_error_from_reply(reply)
+        # A dict lookup first: most replies have no writeConcernError.
+        error = None if "writeConcernError" not in reply else write_concern_error_from_reply(reply)
         if error is not None:
             self._topology.handle_connection_error(connection, error)
             if transaction is not None:
@@ -536,7 +550,9 @@ class Executor:
             error.add_error_label(RETRYABLE_WRITE_ERROR)
 
     def _gossip(self, session: ClientSession, reply: Mapping[str, Any]) -> None:
-        self._clock.advance(reply.get("$clusterTime"))
+        cluster_time = reply.get("$clusterTime")
+        if cluster_time is not None:
+            self._clock.advance(cluster_time)
         session._process_reply(reply)
 
     @staticmethod

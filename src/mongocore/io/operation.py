@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional
 
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.types import TopologyType
 from mongocore.core.retry_policy import RetryKind
@@ -66,7 +65,6 @@ class Command(NamedTuple):
 CommandBuilder = Callable[[AttemptContext], Command]
 
 
-@dataclass
 class Operation:
     """An operation for the executor: one command, rebuilt for each attempt.
 
@@ -75,33 +73,77 @@ class Operation:
     ``afterClusterTime`` added in a causally consistent session. ``address`` pins
     the operation to one server (getMore, killCursors: no selection, one attempt).
     ``timeout_ms`` bounds the whole operation, retries included.
+
+    ``explicit_read_preference``: the read preference was given to the operation
+    itself (not inherited); in a transaction it is kept instead of the
+    transaction's. ``opens_cursor``: the command opens a server cursor (find,
+    aggregate, listCollections, ...); in load-balanced mode its connection stays
+    pinned to the cursor (CommandOutcome's ``pinned``) while the cursor is open.
+    ``pinned``: run on this pinned connection (a cursor's getMore and killCursors
+    behind a load balancer): no selection, no checkout, one attempt.
+
+    The executor fills in ``attempts`` (commands sent or tried) and
+    ``may_have_written`` (a failed attempt may have applied the write).
+
+    A plain class with slots, not a dataclass: one is built for every operation.
     """
 
-    name: str
-    database: str
-    build: CommandBuilder
-    session: ClientSession
-    retry: RetryKind = RetryKind.NONE
-    read_preference: Optional[ReadPreference] = None
-    read_concern: Optional[Mapping[str, Any]] = None
-    acknowledged: bool = True
-    timeout_ms: Optional[float] = None
-    address: Optional[Address] = None
-    operation_id: Optional[int] = None
-    #: The read preference was given to the operation itself (not inherited): in a
-    #: transaction it is kept instead of the transaction's.
-    explicit_read_preference: bool = False
-    #: The command opens a server cursor (find, aggregate, listCollections, ...): in
-    #: load-balanced mode its connection stays pinned to the cursor (CommandOutcome's
-    #: ``pinned``) while the cursor is open.
-    opens_cursor: bool = False
-    #: Run on this pinned connection (a cursor's getMore and killCursors behind a load
-    #: balancer): no selection, no checkout, one attempt.
-    pinned: Optional[PinnedConnection] = None
-    #: Filled in by the executor: the attempts made (commands sent or tried).
-    attempts: int = field(default=0)
-    #: Filled in by the executor: a failed attempt may have applied the write.
-    may_have_written: bool = field(default=False)
+    __slots__ = (
+        "acknowledged",
+        "address",
+        "attempts",
+        "build",
+        "database",
+        "explicit_read_preference",
+        "may_have_written",
+        "name",
+        "opens_cursor",
+        "operation_id",
+        "pinned",
+        "read_concern",
+        "read_preference",
+        "retry",
+        "session",
+        "timeout_ms",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        database: str,
+        build: CommandBuilder,
+        session: ClientSession,
+        retry: RetryKind = RetryKind.NONE,
+        read_preference: Optional[ReadPreference] = None,
+        read_concern: Optional[Mapping[str, Any]] = None,
+        acknowledged: bool = True,
+        timeout_ms: Optional[float] = None,
+        address: Optional[Address] = None,
+        operation_id: Optional[int] = None,
+        explicit_read_preference: bool = False,
+        opens_cursor: bool = False,
+        pinned: Optional[PinnedConnection] = None,
+    ) -> None:
+        self.name = name
+        self.database = database
+        self.build = build
+        self.session = session
+        self.retry = retry
+        self.read_preference = read_preference
+        self.read_concern = read_concern
+        self.acknowledged = acknowledged
+        self.timeout_ms = timeout_ms
+        self.address = address
+        self.operation_id = operation_id
+        self.explicit_read_preference = explicit_read_preference
+        self.opens_cursor = opens_cursor
+        self.pinned = pinned
+        self.attempts = 0
+        self.may_have_written = False
+
+    def __repr__(self) -> str:
+        return f"<Operation {self.name} on {self.database!r} retry={self.retry.name}>"
 
 
 class CommandOutcome(NamedTuple):

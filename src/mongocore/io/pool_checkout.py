@@ -56,6 +56,30 @@ class PoolCheckOut(PoolBase[C]):
         PoolClearedError if it is paused or is cleared while this request waits, and
         whatever the ``connect`` factory raised if establishing a new connection failed.
         """
+        if not self._cmap:
+            # The common case first: a ready pool, nobody waiting, and the connection
+            # checked in last still usable (not closed, not stale, not idle too long).
+            # The general path below does the same with events and the wait queue.
+            with self._lock:
+                available = self._available
+                if (
+                    available
+                    and self._state is PoolState.READY
+                    and not self._waiters
+                    and not self._load_balanced
+                ):
+                    conn = available[-1]
+                    if (
+                        not conn.closed
+                        and conn.generation == self._generation
+                        and (
+                            self._max_idle_time is None
+                            or self._clock() - conn.last_checkin_time <= self._max_idle_time
+                        )
+                    ):
+                        available.pop()
+                        self._in_use[conn.id] = conn
+                        return conn
         started = time.monotonic()
         deadline = self._deadline(started, timeout)
         to_close: Closing[C] = []
@@ -311,7 +335,8 @@ class PoolCheckOut(PoolBase[C]):
                 if self._cmap:
                     self._emit_checked_in_locked(conn_id)
                 already_closed = conn_id in self._closed_by_clear
-                self._closed_by_clear.discard(conn_id)
+                if already_closed:
+                    self._closed_by_clear.discard(conn_id)
                 if self._state is PoolState.CLOSED:
                     reason: Optional[str] = ConnectionClosedReason.POOL_CLOSED
                 elif already_closed:
@@ -319,7 +344,11 @@ class PoolCheckOut(PoolBase[C]):
                     reason = ConnectionClosedReason.STALE
                 elif conn.closed:
                     reason = ConnectionClosedReason.ERROR
-                elif conn.generation != self._generation_for_locked(conn.service_id):
+                elif conn.generation != (
+                    self._generation_for_locked(conn.service_id)
+                    if self._load_balanced
+                    else self._generation
+                ):
                     reason = ConnectionClosedReason.STALE
                 else:
                     reason = None

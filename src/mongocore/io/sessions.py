@@ -85,12 +85,14 @@ class ServerSessionPool:
         return len(self._sessions)
 
     def acquire(self, timeout_minutes: Optional[int]) -> ServerSession:
-        now = self._clock()
         with self._lock:
-            while self._sessions:
-                session = self._sessions.popleft()
-                if not session.timed_out(timeout_minutes, now):
-                    return session
+            sessions = self._sessions
+            if sessions:
+                now = self._clock()
+                while sessions:
+                    session = sessions.popleft()
+                    if not session.timed_out(timeout_minutes, now):
+                        return session
             generation = self._generation
         return ServerSession(generation, self._clock)
 

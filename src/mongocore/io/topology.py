@@ -59,6 +59,17 @@ if TYPE_CHECKING:
 
 _log = get_logger("mongocore.topology")
 
+#: selection_log, loaded once logging is (import statements cost on every call).
+_SELECTION_LOG: list[Callable[..., Optional[SelectionLog]]] = []
+
+
+def _load_selection_log() -> Callable[..., Optional[SelectionLog]]:
+    from mongocore.io.selection_log import selection_log  # noqa: PLC0415 - see above
+
+    if not _SELECTION_LOG:
+        _SELECTION_LOG.append(selection_log)
+    return selection_log
+
 
 class MonitorLike(Protocol):
     def open(self) -> None: ...
@@ -395,11 +406,11 @@ class Topology:
         if timeout is None:
             timeout = self._settings.server_selection_timeout_ms / 1000.0
         deadline = self._clock() + timeout
-        deprioritized = tuple(deprioritized)
+        if type(deprioritized) is not tuple:
+            deprioritized = tuple(deprioritized)
         log: Optional[SelectionLog] = None
         if "logging" in sys.modules:  # else nothing can have enabled the logger
-            from mongocore.io.selection_log import selection_log  # noqa: PLC0415 - see above
-
+            selection_log = _SELECTION_LOG[0] if _SELECTION_LOG else _load_selection_log()
             log = selection_log(
                 self.topology_id,
                 read_preference,
