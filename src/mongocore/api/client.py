@@ -388,7 +388,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         self._session_pool.release(server_session, self._session_timeout_minutes())
 
     def _session_timeout_minutes(self) -> Optional[int]:
-        description = self._topology.description
+        description = self._topology._description  # the property, without its call
         if description.type is TopologyType.LOAD_BALANCED:
             return None  # "If the driver is in load balancer mode, use this ServerSession."
         return description.logical_session_timeout_minutes

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ClientCommands"]
 
+_new_tuple = tuple.__new__
+
 #: ClientSession, Command, Operation: sessions and operations load with the first
 #: operation, not with the client (nor on every command: an import statement costs).
 _OPERATION_TYPES: list[Any] = []
@@ -164,7 +166,8 @@ class ClientCommands:
         )
 
         def build(ctx: AttemptContext) -> Command:
-            return command_class(dict(document))  # type: ignore[no-any-return]
+            # Command(body) without the NamedTuple's generated __new__ (a Python call).
+            return _new_tuple(command_class, (dict(document), None, None))  # type: ignore[no-any-return]
 
         name = next(iter(document), "command")
         write_concern = document.get("writeConcern")

@@ -214,7 +214,9 @@ class ClientSession(TransactionMixin):
 
     def _use_lsid(self) -> dict[str, Any]:
         """The ``lsid`` to send now; records the use for the session's expiry."""
-        server_session = self._server_session_for_use()
+        server_session = self._server_session
+        if server_session is None or self._ended:
+            server_session = self._server_session_for_use()
         server_session.touch()
         return server_session.session_id
 

@@ -50,6 +50,8 @@ from mongocore.core.wire.limits import op_msg_overhead, split_batches
 from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
+_new_tuple = tuple.__new__
+
 
 class ReturnDocument(enum.Enum):
     """Which document find_one_and_replace/update return: before or after the change."""
@@ -127,7 +129,10 @@ class CollectionWrites(CollectionBase):
                         [encoded], op_msg_overhead(size, "documents"), ctx.connection.limits
                     )
                     checked.append(True)
-                return Command(dict(body), {"documents": [encoded]}, {"documents": [statement]})
+                # Command(...) without the NamedTuple's generated __new__ (a Python call).
+                return _new_tuple(
+                    Command, (dict(body), {"documents": [encoded]}, {"documents": [statement]})
+                )
 
             # In a transaction every write is acknowledged: the commit has the write concern.
             acknowledged = self._write_concern.acknowledged or use.in_transaction

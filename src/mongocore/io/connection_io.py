@@ -139,21 +139,11 @@ class ConnectionIO:
             if not self._busy:
                 self._sock.close()
 
-    def _begin_io(self) -> None:
-        with self._lock:
-            if self._closed:
-                raise NetworkError(
-                    f"connection {self._id} to {self.address} is closed ({self._close_reason})",
-                    address=self.address,
-                )
-            self._busy = True
-
-    def _end_io(self) -> None:
-        with self._lock:
-            self._busy = False
-            if self._closed:
-                # close() ran during our I/O and left the descriptor to us.
-                self._sock.close()
+    def _closed_error(self) -> NetworkError:
+        return NetworkError(
+            f"connection {self._id} to {self.address} is closed ({self._close_reason})",
+            address=self.address,
+        )
 
     # --- I/O -----------------------------------------------------------------------------
 
@@ -190,16 +180,18 @@ class ConnectionIO:
                 )
             limit = earliest(deadline_after(timeout, now), deadline)
         step = "sending a message"
-        try:
-            self._begin_io()
-        except NetworkError as exc:
-            unless_sent(exc, False)  # the connection was closed: nothing went out
-            raise
+        with self._lock:  # the I/O begins: close() now leaves the descriptor to us
+            if self._closed:
+                raise unless_sent(self._closed_error(), False)  # nothing went out
+            self._busy = True
         sent = data is None
         try:
             sock = self._sock
             if data is not None:
-                send_all(sock, data, limit)
+                if limit is None and sock.gettimeout() is None:
+                    sock.sendall(data)  # no deadline to check between chunks
+                else:
+                    send_all(sock, data, limit)
                 sent = True
             step = "reading a reply"
             if bounded:
@@ -259,6 +251,13 @@ class ConnectionIO:
         finally:
             self._end_io()
         return header, message
+
+    def _end_io(self) -> None:
+        with self._lock:
+            self._busy = False
+            if self._closed:
+                # close() ran during our I/O and left the descriptor to us.
+                self._sock.close()
 
     def _what_ran_out(
         self, timeout: Optional[float], limit: Optional[float], deadline: Optional[float]

@@ -110,11 +110,12 @@ _CAUSAL_WRITE_COMMANDS = frozenset(
 def _policy_for(
     operation: Operation, retry_reads: bool, retry_writes: bool, socket_timeout_ms_set: bool
 ) -> RetryPolicy:
-    in_transaction = operation.session.in_transaction
+    session = operation.session
+    in_transaction = session._transaction is not None and session.in_transaction
     if in_transaction and operation.retry is RetryKind.WRITE and operation.name in END_COMMANDS:
         return TransactionEndPolicy()  # commit and abort: their own single retry
     if operation.address is not None or operation.retry is RetryKind.NONE:
-        return SingleAttemptPolicy()
+        return _SINGLE_ATTEMPT
     if operation.retry is RetryKind.READ:
         return ReadPolicy(
             retry_reads,
@@ -122,6 +123,14 @@ def _policy_for(
             count_socket_timeouts=socket_timeout_ms_set,
         )
     return WritePolicy(retry_writes and operation.acknowledged and not in_transaction)
+
+
+#: A NamedTuple built from a tuple of all its fields, skipping its __new__ (which is
+#: Python code): for the tuples every operation builds.
+_new_tuple = tuple.__new__
+
+#: SingleAttemptPolicy keeps no state: one instance serves every operation.
+_SINGLE_ATTEMPT = SingleAttemptPolicy()
 
 
 class Executor:
@@ -153,7 +162,7 @@ class Executor:
         """
         reports_write = (
             op.retry is RetryKind.WRITE
-            and not op.session.in_transaction
+            and not (op.session._transaction is not None and op.session.in_transaction)
             and op.name not in END_COMMANDS
         )
         try:
@@ -257,7 +266,10 @@ class Executor:
                         )
                         if sd.type is ServerType.LOAD_BALANCER:
                             pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
-                        return CommandOutcome(reply, server.address, sd, operation_id, pinned)
+                        # CommandOutcome(...) without its generated __new__ (a Python call).
+                        return _new_tuple(
+                            CommandOutcome, (reply, server.address, sd, operation_id, pinned)
+                        )
                 except _DeadlineExpired:
                     expired = True
                 except MongoCoreError as exc:
@@ -361,8 +373,9 @@ class Executor:
     ) -> dict[str, Any]:
         session = op.session
         topology_type = self._topology.description.type
-        context = AttemptContext(
-            sd, topology_type, connection.max_wire_version, connection, session, op.attempts
+        context = _new_tuple(  # AttemptContext(...), as CommandOutcome above
+            AttemptContext,
+            (sd, topology_type, connection.max_wire_version, connection, session, op.attempts),
         )
         command = op.build(context)
         body = command.body
@@ -386,8 +399,8 @@ class Executor:
             if read_concern and "readConcern" not in body:
                 body["readConcern"] = read_concern
         elif (
-            session.causal_consistency
-            and session.operation_time is not None
+            session._operation_time is not None  # None in every implicit session
+            and session.causal_consistency
             and "readConcern" not in body
             and "lsid" in body
             and next(iter(body)) in _CAUSAL_WRITE_COMMANDS
@@ -427,7 +440,11 @@ class Executor:
             # timeoutMS ends the reading of the reply too, not only the wait for a byte.
             deadline=deadline,
         )
-        self._gossip(session, reply)
+        # _gossip, inline
+        cluster_time = reply.get("$clusterTime")
+        if cluster_time is not None:
+            self._clock.advance(cluster_time)
+        session._process_reply(reply)
         if transaction is not None:
             transaction.reply(reply)
         # A dict lookup first: most replies have no writeConcernError.

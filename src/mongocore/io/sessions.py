@@ -99,13 +99,17 @@ class ServerSessionPool:
     def release(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
         now = self._clock()
         with self._lock:
-            while self._sessions and self._sessions[-1].timed_out(timeout_minutes, now):
-                self._sessions.pop()
+            sessions = self._sessions
+            if timeout_minutes is not None:  # else nothing is known to expire
+                while sessions and sessions[-1].timed_out(timeout_minutes, now):
+                    sessions.pop()
             if session.generation != self._generation:
                 return  # checked out before a reset: never returns to the new pool
-            if session.dirty or session.timed_out(timeout_minutes, now):
+            if session.dirty or (
+                timeout_minutes is not None and session.timed_out(timeout_minutes, now)
+            ):
                 return
-            self._sessions.appendleft(session)
+            sessions.appendleft(session)
 
     def drain(self) -> list[dict[str, Any]]:
         """Empty the pool and return the ids it held (for ``endSessions`` at close)."""

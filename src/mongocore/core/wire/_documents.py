@@ -24,6 +24,12 @@ AnyCodecOptions = CodecOptions[Any]
 
 DEFAULT_OPTIONS: AnyCodecOptions = DEFAULT_CODEC_OPTIONS
 
+# bson's encoder and decoder themselves (C when compiled), without the wrappers of
+# bson.encode() and bson.decode(), which only check the codec options' type: the
+# codecs call them once per message.
+_dict_to_bson = bson._dict_to_bson
+_bson_to_dict = bson._bson_to_dict
+
 
 def decode_document(data: Buffer, codec_options: AnyCodecOptions, what: str) -> Any:
     """Decode exactly one BSON document spanning all of ``data``."""
@@ -45,7 +51,8 @@ def encode_document(document: EncodedOrDocument, codec_options: AnyCodecOptions)
     """Encode a mapping; bytes-like values are taken as already-encoded BSON."""
     if isinstance(document, (bytes, bytearray, memoryview)):
         return document
-    return bson.encode(document, False, codec_options)
+    # bson.encode() minus its check that these are CodecOptions (they always are here).
+    return _dict_to_bson(document, False, codec_options)
 
 
 def has_field(document: Any, key: str, what: str) -> bool:

@@ -22,13 +22,12 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Optional
 
-from bson import decode as _bson_decode
-
 from mongocore.core.wire._documents import (
     DEFAULT_OPTIONS,
     AnyCodecOptions,
     Buffer,
     EncodedOrDocument,
+    _bson_to_dict,
     decode_document,
     decode_documents,
     encode_document,
@@ -45,6 +44,8 @@ from mongocore.core.wire.limits import (
     check_message_size,
 )
 from mongocore.errors import ProtocolError
+
+_new_tuple = tuple.__new__
 
 __all__ = [
     "CHECKSUM_PRESENT",
@@ -255,7 +256,8 @@ def decode_op_msg(
     if end == size and size >= 10 and data[4] == 0 and _unpack_int32(data, 5)[0] == size - 5:
         # The usual reply: one body section filling the message, nothing else to check.
         try:
-            return OpMsg(flag_bits, _bson_decode(view[5:], codec_options), {}, None)
+            # OpMsg(...) without the NamedTuple's generated __new__ (a Python call).
+            return _new_tuple(OpMsg, (flag_bits, _bson_to_dict(view[5:], codec_options), {}, None))
         except Exception as exc:
             raise ProtocolError(f"OP_MSG body section: invalid BSON document: {exc}") from exc
 
