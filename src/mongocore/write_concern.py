@@ -17,7 +17,7 @@ class WriteConcern:
     """A write concern: ``w`` (a number or a tag such as "majority"), ``wtimeout`` (ms),
     ``j`` (journal). With nothing set it is the server's default and not sent."""
 
-    __slots__ = ("_document",)
+    __slots__ = ("_acknowledged", "_document")
 
     def __init__(
         self,
@@ -41,6 +41,7 @@ class WriteConcern:
         if j is not None:
             document["j"] = bool(j)
         self._document = document
+        self._acknowledged = is_acknowledged(document)  # asked by every write
 
     @classmethod
     def from_options(
@@ -55,7 +56,7 @@ class WriteConcern:
 
     @property
     def acknowledged(self) -> bool:
-        return is_acknowledged(self._document)
+        return self._acknowledged
 
     @property
     def is_server_default(self) -> bool:

@@ -32,11 +32,13 @@ from mongocore.core.wire import (
     HEADER_SIZE,
     MORE_TO_COME,
     MsgHeader,
+    OpCode,
     OpMsg,
     OpReply,
     SizeLimits,
     check_header,
     decode_body,
+    decode_op_msg,
     max_reply_size,
     unpack_header,
 )
@@ -55,6 +57,8 @@ __all__ = ["ConnectionIO", "request_not_sent", "shutdown_socket", "unless_sent"]
 _E = TypeVar("_E", bound=BaseException)
 
 _NOT_SENT = "_mongocore_request_not_sent"
+
+_OP_MSG = int(OpCode.OP_MSG)
 
 #: Bytes asked of the socket by the first read of a reply: most replies arrive whole
 #: in one read, header and body. What follows a reply in the stream (the next reply of
@@ -220,7 +224,11 @@ class ConnectionIO:
                 body = self._recv_exactly(
                     end - HEADER_SIZE, limit, memoryview(received)[HEADER_SIZE:]
                 )
-            message = decode_body(header, body, raw_header=raw_header, max_message_size=max_size)
+            message = (
+                decode_op_msg(body, raw_header=raw_header)  # every command's reply
+                if header.op_code == _OP_MSG
+                else decode_body(header, body, raw_header=raw_header, max_message_size=max_size)
+            )
         except socket.timeout as exc:
             self.close("error")
             error: NetworkError = NetworkTimeout(
