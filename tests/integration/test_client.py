@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import pytest
-from bson import ObjectId
+from bson import Int64, ObjectId
 from mockupdb import MockupDB
 
 from mongocore.api.client import Client
@@ -268,3 +268,47 @@ def test_an_srv_uri_seeds_the_topology_from_the_resolver() -> None:
         assert ("SRV", "_mongodb._tcp.cluster0.example.com") in resolver.queries
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("left_open", [False, True])
+def test_find_one_sends_a_single_batch_find_and_closes_what_the_server_left_open(
+    mockupdb_factory: Callable[..., MockupDB], left_open: bool
+) -> None:
+    """find_one(filter) takes its document straight from the find's reply. The broken
+    variant this catches: a cursor the server left open (a nonzero id despite
+    singleBatch) not being killed, or a killCursors sent for a cursor already closed."""
+    server = mockupdb_factory()
+    HelloResponder.install(server)
+    commands: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def answer(request: Any) -> bool:
+        name = request.command_name
+        if name not in ("find", "killCursors", "ping"):
+            return False
+        commands.put(dict(request.doc))
+        if name == "find":
+            cursor_id = Int64(77 if left_open else 0)
+            batch = [{"_id": 1, "x": 1}, {"_id": 2, "x": 1}]  # one too many: only one is used
+            request.reply({"cursor": {"id": cursor_id, "ns": "db.c", "firstBatch": batch}})
+        else:
+            request.reply({"ok": 1})
+        return True
+
+    server.autoresponds(answer)
+    with Client(f"mongodb://{address_of(server)}/", **FAST) as client:
+        assert client.db.c.find_one({"x": 1}) == {"_id": 1, "x": 1}
+        client.command("admin", {"ping": 1})  # marks the end of what find_one sent
+        find = commands.get(timeout=DEADLINE)
+        assert (find["find"], find["filter"], find["limit"], find["singleBatch"]) == (
+            "c",
+            {"x": 1},
+            1,
+            True,
+        )
+        following = commands.get(timeout=DEADLINE)
+        if left_open:
+            assert (following["killCursors"], following["cursors"]) == ("c", [77])
+            following = commands.get(timeout=DEADLINE)
+        assert "ping" in following
+        # Its implicit session went back to the pool (the ping used the same one).
+        assert following["lsid"] == find["lsid"]

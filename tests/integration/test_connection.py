@@ -396,6 +396,32 @@ def test_exhaust_replies_are_read_with_receive(conn: Connection, mockupdb_server
         conn.receive(timeout=1.0)
 
 
+def test_exhaust_replies_arriving_together_are_each_read_once(
+    conn: Connection, mockupdb_server: MockupDB
+) -> None:
+    """A reply is read with up to 64 KiB of read-ahead, so replies of an exhaust
+    stream that arrive together come in one read. The broken variant this catches:
+    bytes read past the end of a reply being dropped instead of kept for the next
+    read (receive() would then wait for replies already consumed), or being kept
+    twice (the first reply returned again)."""
+    pending = run_command(conn, "admin", {"hello": 1}, exhaust_allowed=True)
+    request = receive_request(mockupdb_server)
+    rid = request.request_id
+    stream = b"".join(
+        encode_op_msg({"n": n, "ok": 1}, 900 + n, response_to=rid, flag_bits=flags)
+        for n, flags in ((1, MORE_TO_COME), (2, MORE_TO_COME), (3, 0))
+    )
+    request.replies(RawReply(stream))
+    assert pending.result() == {"n": 1, "ok": 1}
+    assert conn.receive(timeout=10.0) == {"n": 2, "ok": 1}
+    assert conn.receive(timeout=10.0) == {"n": 3, "ok": 1}
+    assert not conn.more_to_come()
+    # The stream is over and nothing was left behind: the next command works.
+    pending = run_command(conn, "admin", {"ping": 1})
+    receive_request(mockupdb_server).ok(pong=True)
+    assert pending.result() == {"pong": True, "ok": 1}
+
+
 def test_more_to_come_without_exhaust_allowed_is_a_protocol_error(
     conn: Connection, mockupdb_server: MockupDB
 ) -> None:

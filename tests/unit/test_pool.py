@@ -1057,3 +1057,50 @@ class PoolMachine(RuleBasedStateMachine):
 
 TestPoolMachine = PoolMachine.TestCase
 TestPoolMachine.settings = settings(max_examples=100, stateful_step_count=30, deadline=None)
+
+
+# --- without listeners: the pool's shortcut for the common check-out ---------------
+
+
+def test_without_listeners_checkout_still_skips_perished_connections() -> None:
+    """With no CMAP listener, check-out first tries the connection checked in last in
+    one locked step. The broken variant this catches: that shortcut handing out the
+    last connection without the perished checks (closed while available, idle past
+    maxIdleTimeMS, stale after a clear), or while the pool is paused."""
+    clock = Clock()
+    factory = Factory()
+    pool: Pool[Conn] = Pool(
+        ADDRESS,
+        factory,
+        PoolOptions(max_idle_time_ms=10),
+        EventPublisher(),
+        maintenance_interval=None,
+        clock=clock,
+    )
+    try:
+        pool.ready()
+        first = pool.check_out()
+        pool.check_in(first)
+        assert pool.check_out() is first  # the shortcut: reused at once
+        pool.check_in(first)
+
+        first.closed = True  # broke while available
+        second = pool.check_out()
+        assert second is not first and first.close_reasons == ["error"]
+        pool.check_in(second)
+
+        clock.now += 0.011  # idle longer than maxIdleTimeMS
+        third = pool.check_out()
+        assert third is not second and second.close_reasons == ["idle"]
+        pool.check_in(third)
+
+        pool.clear()  # stale, and the pool paused
+        with pytest.raises(PoolClearedError):
+            pool.check_out()
+        pool.ready()
+        fourth = pool.check_out()
+        assert fourth.generation == 1 and third.close_reasons == ["stale"]
+        pool.check_in(fourth)
+        assert pool.check_out() is fourth
+    finally:
+        pool.close()

@@ -421,3 +421,17 @@ def test_logging_sessions_and_the_executor_load_when_needed() -> None:
         "mongocore.io.executor",
     ):
         assert _loaded(name, loaded), name
+
+
+def test_a_client_keeps_one_database_per_name() -> None:
+    """``client.name`` and ``client["name"]`` return the same Database each time (it is
+    immutable); names are still checked, and other options give other objects."""
+    with MongoClient("mongodb://localhost:1") as client:
+        assert client.shop is client["shop"] is client.shop
+        assert client.shop is not client.other
+        assert client.get_database("shop", read_concern=client.read_concern) is not client.shop
+        with pytest.raises(ValueError, match="invalid database name"):
+            client["no.dots"]
+        with pytest.raises(ValueError, match="invalid database name"):
+            client[""]
+        assert "no.dots" not in client._databases
