@@ -146,7 +146,8 @@ class CollectionWrites(CollectionBase):
             )
             if not acknowledged:
                 return InsertOneResult(statement["_id"], False)
-            _raise_single_write_errors(reply)
+            if "writeErrors" in reply or "writeConcernError" in reply:
+                _raise_single_write_errors(reply)
             return InsertOneResult(statement["_id"], True)
         finally:
             if owned:

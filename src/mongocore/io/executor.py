@@ -217,8 +217,10 @@ class Executor:
                 transaction.pin(server.address)  # "Mongos Pinning"
             # A single attempt needs no support checks (its policy accepts any server).
             checks = type(policy) is not SingleAttemptPolicy
+            described: Optional[bool] = None
             if checks:
-                refusal = policy.server_selected(self._description_supports(op, sd))
+                described = self._description_supports(op, sd)
+                refusal = policy.server_selected(described)
                 if refusal is not None:
                     raise refusal
             pool = server.pool
@@ -242,7 +244,9 @@ class Executor:
                     held = pin_transaction(op, transaction, sd, pool, connection)
                 try:
                     refusal = (
-                        policy.connection_ready(self._connection_supports(op, sd, connection))
+                        policy.connection_ready(
+                            self._connection_supports(op, sd, connection, described)
+                        )
                         if checks
                         else None
                     )
@@ -540,8 +544,14 @@ class Executor:
         return None
 
     def _connection_supports(
-        self, op: Operation, sd: ServerDescription, connection: Connection
+        self,
+        op: Operation,
+        sd: ServerDescription,
+        connection: Connection,
+        described: Optional[bool] = None,
     ) -> bool:
+        """Whether this attempt's connection supports retrying; ``described``: what
+        :meth:`_description_supports` said of the same description, if it was asked."""
         if op.retry is RetryKind.READ:
             return supports_retryable_reads(connection.max_wire_version)
         if op.retry is RetryKind.WRITE:
@@ -549,6 +559,8 @@ class Executor:
                 return False
             if sd.type is ServerType.LOAD_BALANCER:
                 return connection.max_wire_version >= RETRYABLE_WIRE_VERSION
+            if described is not None:
+                return described
             return supports_retryable_writes(
                 sd.type, sd.max_wire_version, sd.logical_session_timeout_minutes
             )
