@@ -955,3 +955,21 @@ def test_we_read_mockupdb_replies() -> None:
     header, message = decode_message(op_msg.reply_bytes(request), MAX)
     assert header.response_to == 17
     assert message == OpMsg(MORE_TO_COME, {"ok": 1, "n": 3}, {})
+
+
+def test_the_reply_size_bound_follows_the_announced_message_size() -> None:
+    """A reply may claim the server's maxMessageSizeBytes (1 is a valid, if tiny,
+    announcement; below 1 means "not announced") plus the OP_COMPRESSED overhead."""
+    from mongocore.core.wire.limits import (  # noqa: PLC0415 - helpers of limits only
+        MAX_MESSAGE_SIZE_CAP,
+        REPLY_OVERHEAD,
+        bounded_max_message_size,
+        max_reply_size,
+    )
+
+    assert bounded_max_message_size(1) == 1
+    assert bounded_max_message_size(2) == 2
+    assert bounded_max_message_size(0) == DEFAULT_MAX_MESSAGE_SIZE_BYTES
+    assert bounded_max_message_size(MAX_MESSAGE_SIZE_CAP + 1) == MAX_MESSAGE_SIZE_CAP
+    assert max_reply_size(1000) == 1000 + REPLY_OVERHEAD
+    assert max_reply_size(0) == DEFAULT_MAX_MESSAGE_SIZE_BYTES + REPLY_OVERHEAD

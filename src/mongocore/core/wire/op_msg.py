@@ -175,14 +175,12 @@ def encode_op_msg(
             check_batch_size(
                 len(encoded), limits.max_write_batch_size, f"document sequence {identifier!r}"
             )
-            largest = max(map(len, encoded), default=0)
-            if largest > limits.max_bson_object_size:  # else no document can fail the check
-                for index, document in enumerate(encoded):
-                    check_document_size(
-                        len(document),
-                        limits.max_bson_object_size,
-                        f"document at index {index} of sequence {identifier!r}",
-                    )
+            for index, document in enumerate(encoded):
+                check_document_size(
+                    len(document),
+                    limits.max_bson_object_size,
+                    f"document at index {index} of sequence {identifier!r}",
+                )
         parts.append(_pack_sequence_prefix(1, section_size))
         parts.append(ident)
         parts.extend(encoded)
