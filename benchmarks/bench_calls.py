@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import subprocess
-import sys
 from typing import Any, Callable
 
 import pymongo
 
 import mongocore
+from standalone import standalone
 
 CALLS = 200
 
@@ -55,14 +54,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--standalone"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        uri = server.stdout.readline().strip()
+    with standalone() as uri:
         theirs: Any = pymongo.MongoClient(uri)
         ours: Any = mongocore.MongoClient(uri)
         theirs.bench.docs.drop()
@@ -71,9 +63,6 @@ def main() -> None:
         rows = [(label, counts(mine[label]), counts(other[label])) for label in mine]
         ours.close()
         theirs.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     print(f"pymongo {pymongo.version} (C extensions: {pymongo.has_c()}), calls per operation")
     if args.markdown:
         print("| operation | mongocore calls | pymongo calls | mongocore Python | pymongo Python |")

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import gc
 import struct
-import subprocess
-import sys
 import time
 from typing import Any, Callable
 
@@ -26,6 +24,7 @@ import bson
 
 import mongocore
 from mongocore.io.connection import Connection
+from standalone import standalone
 
 DOCUMENT = {
     "_id": 500,
@@ -96,14 +95,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--standalone"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        client: Any = mongocore.MongoClient(server.stdout.readline().strip(), maxPoolSize=1)
+    with standalone() as uri:
+        client: Any = mongocore.MongoClient(uri, maxPoolSize=1)
         client.admin.command("ping")
         (connection,) = [
             o
@@ -132,9 +125,6 @@ def main() -> None:
         finally:
             connection._sock = real
             client.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     print(f"mongocore {mongocore.__version__}, best of {args.rounds} rounds, CPU µs per call")
     for label, seconds in rows:
         print(f"{label:28s} {seconds * 1e6:6.1f} µs")

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import platform
-import subprocess
-import sys
 import time
 from typing import Any, Callable
 
 import pymongo
 
 import mongocore
+from standalone import standalone
 
 DOCUMENTS = 1000
 
@@ -96,14 +95,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the calls per round")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--standalone"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        uri = server.stdout.readline().strip()
+    with standalone() as uri:
         theirs: Any = pymongo.MongoClient(uri)
         ours: Any = mongocore.MongoClient(uri)
         theirs.bench.docs.drop()
@@ -130,9 +122,6 @@ def main() -> None:
             driver.reset_inserts()
         ours.close()
         theirs.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     print(
         f"python {platform.python_version()}, pymongo {pymongo.version} "
         f"(C extensions: {pymongo.has_c()}), mongocore {mongocore.__version__}, "

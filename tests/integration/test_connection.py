@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import platform
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -648,9 +649,10 @@ def test_close_from_another_thread_interrupts_a_blocked_command(
     assert conn.close_reason == "stale"
 
 
-def test_cancellation_aborts_connection_establishment() -> None:
-    # A listener that never accepts, its backlog filled: on Linux the next connect blocks
-    # in the TCP handshake, elsewhere in the hello. Either way cancel() must end it.
+@contextlib.contextmanager
+def _never_accepting_port() -> Iterator[int]:
+    """A port whose listener never accepts, its backlog filled: on Linux the next
+    connect to it blocks in the TCP handshake, elsewhere in the hello."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(0)
@@ -660,16 +662,22 @@ def test_cancellation_aborts_connection_establishment() -> None:
             for filler in fillers:
                 filler.setblocking(False)
                 filler.connect_ex(("127.0.0.1", port))
-            cancellation = Cancellation()
-            settings = ConnectionSettings(connect_timeout=600.0)
-            pending = Background(
-                lambda: connect(Address("127.0.0.1", port), settings, cancellation=cancellation)
-            )
-            cancellation.cancel()
-            error = pending.error()
+            yield port
         finally:
             for filler in fillers:
                 filler.close()
+
+
+def test_cancellation_aborts_connection_establishment() -> None:
+    # Wherever the connect blocks, cancel() must end it.
+    settings = ConnectionSettings(connect_timeout=600.0)
+    with _never_accepting_port() as port:
+        cancellation = Cancellation()
+        pending = Background(
+            lambda: connect(Address("127.0.0.1", port), settings, cancellation=cancellation)
+        )
+        cancellation.cancel()
+        error = pending.error()
     assert isinstance(error, NetworkError)
     assert "cancelled" in str(error)
     assert cancellation.cancelled
@@ -692,22 +700,11 @@ def test_cancellation_before_the_connect_begins_is_not_lost() -> None:
     ``sock.connect()`` after ``attach()``. ``cancel()`` then shuts down a socket that
     is not connecting yet (a no-op), and the connect to a listener whose backlog is
     full waits for its whole connectTimeoutMS (600 s here) instead of ending now."""
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(0)
-        port = listener.getsockname()[1]
-        fillers = [socket.socket() for _ in range(4)]
-        try:
-            for filler in fillers:
-                filler.setblocking(False)
-                filler.connect_ex(("127.0.0.1", port))
-            cancellation = _CancelledOnAttach()
-            settings = ConnectionSettings(connect_timeout=600.0)
-            error = Background(
-                lambda: connect(Address("127.0.0.1", port), settings, cancellation=cancellation)
-            ).error()
-        finally:
-            for filler in fillers:
-                filler.close()
+    settings = ConnectionSettings(connect_timeout=600.0)
+    with _never_accepting_port() as port:
+        cancellation = _CancelledOnAttach()
+        error = Background(
+            lambda: connect(Address("127.0.0.1", port), settings, cancellation=cancellation)
+        ).error()
     assert isinstance(error, NetworkError)
     assert "cancelled" in str(error)
