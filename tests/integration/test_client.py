@@ -16,7 +16,12 @@ from mongocore.core.address import Address
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.events import ServerDescriptionChangedEvent, ServerListener
 from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.errors import NetworkError, OperationFailure, ServerSelectionTimeoutError
+from mongocore.errors import (
+    ConfigurationError,
+    NetworkError,
+    OperationFailure,
+    ServerSelectionTimeoutError,
+)
 from tests.integration.mock_servers import DEADLINE, HelloResponder, address_of, hello_reply
 from tests.unit.test_srv import FakeResolver
 
@@ -312,3 +317,44 @@ def test_find_one_sends_a_single_batch_find_and_closes_what_the_server_left_open
         assert "ping" in following
         # Its implicit session went back to the pool (the ping used the same one).
         assert following["lsid"] == find["lsid"]
+
+
+def test_a_server_without_sessions_gets_no_lsid_and_refuses_an_explicit_session(
+    mockupdb_factory: Callable[..., MockupDB],
+) -> None:
+    """A connection whose handshake reply has no logicalSessionTimeoutMinutes does not
+    support sessions ("How to Tell Whether a Connection Supports Sessions"): implicit
+    sessions send no ``lsid``, and an explicit session is refused before anything is
+    sent. Broken variants caught: a connection
+    taken to support sessions whatever its hello says (an ``lsid`` appears), or one
+    taken never to support them when its hello has the field (the second server)."""
+    without = hello_reply()
+    del without["logicalSessionTimeoutMinutes"]
+    seen: dict[str, queue.Queue[dict[str, Any]]] = {}
+    for label, reply in (("without", without), ("with", hello_reply())):
+        server = mockupdb_factory()
+        HelloResponder.install(server, reply)
+        commands: queue.Queue[dict[str, Any]] = queue.Queue()
+        seen[label] = commands
+
+        def answer(request: Any, commands: queue.Queue[dict[str, Any]] = commands) -> bool:
+            if request.command_name not in ("insert", "ping"):
+                return False
+            commands.put(dict(request.doc))
+            request.reply({"ok": 1, "n": 1} if request.command_name == "insert" else {"ok": 1})
+            return True
+
+        server.autoresponds(answer)
+        with Client(f"mongodb://{address_of(server)}/", **FAST) as client:
+            client.command("admin", {"ping": 1})
+            client.db.c.insert_one({"_id": 1})
+            if label == "without":
+                session = client.start_session()
+                with pytest.raises(ConfigurationError, match="does not support sessions"):
+                    client.db.c.insert_one({"_id": 2}, session=session)
+                session.end_session()
+    for label, expect in (("without", False), ("with", True)):
+        ping = seen[label].get(timeout=DEADLINE)
+        insert = seen[label].get(timeout=DEADLINE)
+        assert ("lsid" in ping, "lsid" in insert) == (expect, expect), label
+        assert seen[label].empty(), label  # the refused insert was never sent

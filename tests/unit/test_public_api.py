@@ -435,3 +435,19 @@ def test_a_client_keeps_one_database_per_name() -> None:
         with pytest.raises(ValueError, match="invalid database name"):
             client[""]
         assert "no.dots" not in client._databases
+
+
+def test_an_attribute_name_gives_the_same_collection_each_time() -> None:
+    """``database.name`` returns one Collection per name (found as a plain attribute
+    after the first time); ``database["name"]`` gives an equal one; names starting
+    with an underscore are still refused as attributes."""
+    with MongoClient("mongodb://localhost:1") as client:
+        database = client.shop
+        assert database.orders is database.orders
+        assert database.orders == database["orders"]
+        assert database.orders is not database.customers
+        assert database.orders.name == "orders"
+        with pytest.raises(AttributeError, match="use database"):
+            database._private  # noqa: B018
+        with pytest.raises(AttributeError, match="use client"):
+            client._private  # noqa: B018

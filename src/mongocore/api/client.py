@@ -311,7 +311,11 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
                 f"Client has no attribute {name!r}. To reach the database {name!r},"
                 f" use client[{name!r}]."
             )
-        return self[name]
+        database = self[name]
+        # The next ``client.name`` finds it without this call: the names written as
+        # attributes are the program's own, and it is the Database client[name] keeps.
+        self.__dict__[name] = database
+        return database
 
     def get_database(
         self,

@@ -161,9 +161,8 @@ class ClientCommands:
         session_class, command_class, operation_class = _OPERATION_TYPES or _operation_types()
 
         owned = session is None
-        use: ClientSession = (
-            session_class(cast("Client", self), implicit=True) if session is None else session
-        )
+        # (self is the Client this mixin is part of.)
+        use: ClientSession = session_class(self, implicit=True) if session is None else session
 
         def build(ctx: AttemptContext) -> Command:
             # Command(body) without the NamedTuple's generated __new__ (a Python call).

@@ -89,12 +89,14 @@ class CollectionReads(CollectionBase):
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Optional[Document]:
         """The first matching document, or None (a retryable read). A ``filter`` that is
         not a document is taken as an ``_id``; the other arguments are find's."""
-        if filter is not None and not isinstance(filter, Mapping):
+        # (type() first: isinstance against an abstract class is a Python call.)
+        if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
             filter = {"_id": filter}
         if not args and not kwargs:
             # The common call, a filter alone: the same find, without a Cursor object
-            # unless the server leaves the cursor open.
-            return find_first(self._collection(), filter)
+            # unless the server leaves the cursor open. (self is the Collection this
+            # mixin is part of, as _collection() says, without its call.)
+            return find_first(self, filter)  # type: ignore[arg-type]
         with self.find(filter, *args, **kwargs).limit(-1) as cursor:
             for document in cursor:
                 return document

@@ -10,6 +10,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
+import bson
+
 from mongocore.api.arguments import (
     _check_replacement,
     _check_update,
@@ -51,6 +53,8 @@ from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
 _new_tuple = tuple.__new__
+#: bson.encode() minus its check that the codec options are CodecOptions (they are).
+_dict_to_bson = bson._dict_to_bson
 
 
 class ReturnDocument(enum.Enum):
@@ -75,11 +79,11 @@ class CollectionWrites(CollectionBase):
     ) -> Document:
         op = Operation(
             name=name,
-            database=self._database.name,
+            database=self._database._name,
             build=build,
             session=session,
             retry=RetryKind.WRITE if retryable else RetryKind.NONE,
-            acknowledged=self._write_concern.acknowledged or session.in_transaction,
+            acknowledged=self._write_concern._acknowledged or session.in_transaction,
             timeout_ms=timeout_ms,
             operation_id=operation_id,
         )
@@ -103,16 +107,21 @@ class CollectionWrites(CollectionBase):
         """Insert one document (a retryable write). A missing ``_id`` is generated."""
         # The bulk machinery's result, without its per-call work: one statement is one
         # batch of one document, encoded once here and sent as a document sequence.
-        if not isinstance(document, Mapping):
+        # (type() first: isinstance against an abstract class is a Python call.)
+        if type(document) is not dict and not isinstance(document, Mapping):
             raise TypeError(f"document must be a mapping (a dict), not {type(document).__name__}")
         statement = _with_id(document)
         owned = session is None
         write_concern = self._write_concern
-        use = self._write_session(session, write_concern)
+        use = (
+            ClientSession(self._client, implicit=True)  # what _write_session makes then
+            if owned
+            else self._write_session(session, write_concern)
+        )
         try:
-            encoded = self._encode(statement)
+            encoded = _dict_to_bson(statement, False, self._codec_options)  # self._encode
             body: Document = {"insert": self._name, "ordered": True}
-            if not write_concern.is_server_default:
+            if write_concern._document:  # not the server's default
                 body["writeConcern"] = write_concern.document
             if bypass_document_validation is not None:
                 body["bypassDocumentValidation"] = bypass_document_validation
@@ -135,7 +144,7 @@ class CollectionWrites(CollectionBase):
                 )
 
             # In a transaction every write is acknowledged: the commit has the write concern.
-            acknowledged = self._write_concern.acknowledged or use.in_transaction
+            acknowledged = write_concern._acknowledged or use.in_transaction
             reply = self._write(
                 "insert",
                 build,

@@ -267,13 +267,13 @@ def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Doc
     a Cursor adopts the reply and closes it, as iterating one would.
     """
     body: Document = {
-        "find": collection.name,
+        "find": collection._name,
         "filter": dict(filter) if filter is not None else {},
         "limit": 1,
         "singleBatch": True,
     }
     session = collection._session(None)
-    database = collection.database.name
+    database = collection._database._name
     try:
         outcome = collection._read(
             database,
@@ -285,12 +285,13 @@ def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Doc
             opens_cursor=True,
         )
         reply_cursor = outcome.reply.get("cursor")
-        if not isinstance(reply_cursor, Mapping):
+        if type(reply_cursor) is not dict and not isinstance(reply_cursor, Mapping):
             raise OperationFailure("the reply has no cursor document", None, outcome.reply)
     except BaseException:
         session.end_session()
         raise
-    if outcome.pinned is not None or _cursor_id(reply_cursor.get("id", 0)) != 0:
+    cursor_id = reply_cursor.get("id", 0)
+    if outcome.pinned is not None or (cursor_id != 0 and _cursor_id(cursor_id) != 0):
         cursor = Cursor(
             collection,
             filter,

@@ -77,7 +77,11 @@ class Database(_Target, DatabaseWatch):
                 f"Database has no attribute {name!r}. To reach the collection {name!r},"
                 f" use database[{name!r}]."
             )
-        return Collection(self, name)
+        collection = Collection(self, name)
+        # The next ``database.name`` finds it without this call (a Collection is
+        # immutable; the names written as attributes are the program's own, a bounded set).
+        self.__dict__[name] = collection
+        return collection
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(

@@ -89,7 +89,9 @@ class _Target:
         options = self._decoding
         if options is not None:
             op.build = _encoding_with(op.build, options)
-        return self._client._executor.run(op)
+        client = self._client
+        executor = client._executor_instance  # the property, without its call once built
+        return (client._executor if executor is None else executor).run(op)
 
     def _read(
         self,

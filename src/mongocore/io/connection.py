@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checka
 from mongocore.core.address import Address
 from mongocore.core.compression import Compressor, compressor_for, is_compressible, negotiate
 from mongocore.core.lazy_logger import get_logger
+from mongocore.core.retry_policy import RETRYABLE_WIRE_VERSION as SESSIONS_WIRE_VERSION
 from mongocore.core.stable_api import add_api_fields, requires_op_msg
 from mongocore.core.wire import (
     DEFAULT_MAX_BSON_OBJECT_SIZE,
@@ -177,6 +178,9 @@ class Connection(ConnectionIO):
     hello: Mapping[str, Any]
     hello_ok: bool
     max_wire_version: int
+    #: "How to Tell Whether a Connection Supports Sessions": its handshake reply has a
+    #: logicalSessionTimeoutMinutes (and the server speaks sessions' wire version).
+    supports_sessions: bool
     server_connection_id: Optional[int]
     handshake_duration: float
     monitoring: bool
@@ -203,6 +207,7 @@ class Connection(ConnectionIO):
         self.hello = {}
         self.hello_ok = False
         self.max_wire_version = 0
+        self.supports_sessions = False
         self.server_connection_id = None
         self.handshake_duration = 0.0
         self.speculative_authentication = None
@@ -312,6 +317,10 @@ class Connection(ConnectionIO):
         self.hello = reply
         self.hello_ok = reply.get("helloOk") is True
         self.max_wire_version = max_wire
+        self.supports_sessions = (
+            max_wire >= SESSIONS_WIRE_VERSION
+            and reply.get("logicalSessionTimeoutMinutes") is not None
+        )
         self.limits = limits
         self.server_connection_id = _optional_int(connection_id)
         if self._settings.load_balanced:

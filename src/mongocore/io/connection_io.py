@@ -214,8 +214,9 @@ class ConnectionIO:
                 self._max_reply_size = max_reply_size(limits.max_message_size_bytes)
                 self._reply_size_limits = limits
             max_size = self._max_reply_size
-            check_header(header, max_size)
             end = header.message_length
+            if not HEADER_SIZE <= end <= max_size:
+                check_header(header, max_size)  # raises, saying which bound
             if len(received) >= end:
                 body: Any = memoryview(received)[HEADER_SIZE:end]
                 if len(received) > end:

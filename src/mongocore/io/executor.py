@@ -178,9 +178,12 @@ class Executor:
                 op.session._sync_pinned_connection()
 
     def _run(self, op: Operation) -> CommandOutcome:
-        self._client._check_open()
+        client = self._client
+        if client._closed:
+            client._check_open()  # raises
         session = op.session
-        session._check_usable(self._client)
+        if session._ended or session._client is not client:
+            session._check_usable(client)  # raises
         transaction = None if session._transaction is None else session._transaction_for(op.name)
         if transaction is not None:
             prepare_operation(op, transaction)
@@ -227,9 +230,10 @@ class Executor:
             failure: Optional[MongoCoreError] = None
             expired = False
             try:
-                connection: Connection = (
-                    held.connection if held is not None else pool.check_out(_remaining(deadline))
-                )
+                if held is not None:
+                    connection: Connection = held.connection
+                else:
+                    connection = pool.check_out(None if deadline is None else _remaining(deadline))
             except MongoCoreError as exc:
                 failure = exc
             if failure is not None:
@@ -376,7 +380,7 @@ class Executor:
         transaction: Optional[Transaction] = None,
     ) -> dict[str, Any]:
         session = op.session
-        topology_type = self._topology.description.type
+        topology_type = self._topology._description.type  # the property, without its call
         context = _new_tuple(  # AttemptContext(...), as CommandOutcome above
             AttemptContext,
             (sd, topology_type, connection.max_wire_version, connection, session, op.attempts),
@@ -384,7 +388,7 @@ class Executor:
         command = op.build(context)
         body = command.body
         if op.acknowledged and "lsid" not in body:
-            if _connection_supports_sessions(connection):
+            if connection.supports_sessions:
                 body["lsid"] = session._use_lsid()
                 if txn_number is not None:
                     body["txnNumber"] = txn_number
@@ -398,7 +402,7 @@ class Executor:
             add_transaction_fields(body, op.name, transaction, session)
         elif op.read_concern is not None and next(iter(body)) in _READ_CONCERN_COMMANDS:
             read_concern = dict(op.read_concern)
-            if session.causal_consistency and session.operation_time is not None:
+            if session._operation_time is not None and session.causal_consistency:
                 read_concern["afterClusterTime"] = session.operation_time
             if read_concern and "readConcern" not in body:
                 body["readConcern"] = read_concern
@@ -555,7 +559,7 @@ class Executor:
         if op.retry is RetryKind.READ:
             return supports_retryable_reads(connection.max_wire_version)
         if op.retry is RetryKind.WRITE:
-            if not _connection_supports_sessions(connection):
+            if not connection.supports_sessions:
                 return False
             if sd.type is ServerType.LOAD_BALANCER:
                 return connection.max_wire_version >= RETRYABLE_WIRE_VERSION
@@ -601,15 +605,6 @@ class Executor:
 
 class _DeadlineExpired(Exception):
     """timeoutMS expired between two attempts, before the next one was sent."""
-
-
-def _connection_supports_sessions(connection: Connection) -> bool:
-    """ "How to Tell Whether a Connection Supports Sessions": its handshake reply has a
-    logicalSessionTimeoutMinutes."""
-    return (
-        connection.max_wire_version >= RETRYABLE_WIRE_VERSION
-        and connection.hello.get("logicalSessionTimeoutMinutes") is not None
-    )
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:
