@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
-from bson import Int64
+from bson import Int64, ObjectId
 
 from mongocore.core.wire import MORE_TO_COME, encode_op_msg, next_request_id
 from mongocore.sim import ReplicaSet, ShardedCluster
 from tests.unit.sim_wire import RawClient, connect
+
+NAN = float("nan")
 
 
 @pytest.fixture
@@ -78,6 +82,40 @@ def test_find_get_more_and_kill_cursors(client: RawClient) -> None:
         "db", {"find": "c", "filter": {"_id": {"$gte": 5}}, "skip": 1, "limit": 2}
     )
     assert rest["cursor"]["firstBatch"] == [{"_id": 6}, {"_id": 7}] and rest["cursor"]["id"] == 0
+
+
+def test_a_find_by_one_id_answers_as_a_scan_of_the_id_index(client: RawClient) -> None:
+    """A filter on one ``_id`` value is looked up, not scanned: it must find what the
+    same match written with ``$in`` (which scans every document) finds, for each plain
+    ``_id`` type, numbers matching across their types, with projection, skip and
+    limit applied. Broken variants caught: skip ignored by the lookup, and a number
+    matching a stored boolean (Python's True == 1; BSON's never)."""
+    oid = ObjectId()
+    ids = [1, 2.5, "s", oid, Int64(7), {"a": 1}, datetime.datetime(2020, 1, 2, 3, 4, 5)]
+    documents = [
+        {"_id": value, "x": n, "sub": {"list": [n, {"n": n}]}} for n, value in enumerate(ids)
+    ]
+    client.command("db", {"insert": "c", "documents": documents})
+    client.command("db", {"insert": "flags", "documents": [{"_id": True}, {"_id": 0.5}]})
+
+    def batch(coll: str, filter: dict[str, Any], **options: Any) -> list[dict[str, Any]]:
+        reply = client.command("db", {"find": coll, "filter": filter, **options})
+        return list(reply["cursor"]["firstBatch"])
+
+    for value in [1, 1.0, Int64(1), 2.5, "s", "S", oid, 7, Int64(7), 99, {"a": 1}, ids[-1], NAN]:
+        scanned = batch("c", {"_id": {"$in": [value]}})
+        assert batch("c", {"_id": value}) == scanned, value
+        assert batch("c", {"_id": value}, projection={"sub": 0}) == [
+            {key: v for key, v in doc.items() if key != "sub"} for doc in scanned
+        ], value
+        assert batch("c", {"_id": value}, skip=1) == [], value
+        assert batch("c", {"_id": value}, limit=5) == scanned, value
+    assert batch("flags", {"_id": 1}) == []  # a stored true is no number
+    assert batch("flags", {"_id": True}) == [{"_id": True}]
+    assert batch("flags", {"_id": 0.5}) == [{"_id": 0.5}]
+    assert batch("missing", {"_id": 1}) == []
+    names = client.command("db", {"listCollections": 1, "nameOnly": True})
+    assert "missing" not in [c["name"] for c in names["cursor"]["firstBatch"]]
 
 
 def test_exhaust_get_more_streams_the_rest(client: RawClient) -> None:

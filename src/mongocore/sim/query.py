@@ -5,21 +5,26 @@ mongomock evaluates the query language with binary string comparison. With a
 collation, the documents and the query are wrapped (:mod:`mongocore.sim.collation`)
 and mongomock's own matcher, sort keys and pipeline run over the wrapped copies; the
 results are the original documents (or, for an aggregation, the unwrapped output).
-Without a collation, mongomock runs as it is. Projections put ``_id`` first, where a
-server keeps it (mongomock moves it last).
+Without a collation, mongomock runs as it is, except for a filter on one ``_id`` value
+of a plain type, which is looked up in constant time as a server's ``_id`` index
+answers it (:func:`select`). Projections put ``_id`` first, where a server keeps it
+(mongomock moves it last).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import mongomock
+from bson import Int64, ObjectId
 from mongomock import filtering
 from pymongo import errors as pymongo_errors
 
-from mongocore.sim import pipeline_extensions  # noqa: F401  (adds stages to mongomock)
+from mongocore.sim import by_id, pipeline_extensions  # noqa: F401  (adds stages to mongomock)
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, unwrap, wrap, wrap_query
 from mongocore.sim.mongomock_fixes import MISSING
@@ -73,6 +78,11 @@ def select(
     limit: int = 0,
 ) -> list[Document]:
     """The whole documents of ``collection`` matching ``query``, in ``sort`` order."""
+    if collation is None and not sort and len(query) == 1:
+        doc_id = query.get("_id", MISSING)
+        kind = type(doc_id)
+        if kind in _POINT_ID_TYPES and not (kind is float and math.isnan(doc_id)):
+            return _point_lookup(collection, doc_id, skip)
     if collection.estimated_document_count() == 0:
         _validate(dict(query))
         return []
@@ -96,6 +106,23 @@ def select(
     if limit:
         selected = selected[:limit]
     return [doc for _, doc in selected]
+
+
+#: The ``_id`` types a dictionary lookup matches exactly as a server's ``_id`` index:
+#: Python's equality between them is BSON's (1 == 1.0 == Int64(1), as in BSON).
+#: bool is not among them: True == 1 in Python, never in BSON.
+_POINT_ID_TYPES = frozenset({str, ObjectId, int, Int64, float})
+
+
+def _point_lookup(collection: Any, doc_id: Any, skip: int) -> list[Document]:
+    """``find({"_id": doc_id})`` by the collection's dictionary of documents (a
+    server's ``_id`` index), not by a scan of every document; a copy, as find returns."""
+    database = collection.database
+    found = by_id.get(database.client, database.name, collection.name, doc_id)
+    # A stored True is the dictionary's key 1 too: BSON never matches it with a number.
+    if found is None or skip or type(found.get("_id")) is bool:
+        return []
+    return [copy.deepcopy(found)]
 
 
 def _validate(query: dict[str, Any]) -> None:
