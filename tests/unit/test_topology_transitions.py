@@ -333,3 +333,37 @@ def test_the_constructor_keeps_the_election_maxima() -> None:
         max_set_version=5,
     )
     assert td.max_election_id == oid(3) and td.max_set_version == 5
+
+
+@pytest.mark.parametrize(("known", "reported"), [("5", 3), (3, "5")])
+def test_topology_version_counters_that_cannot_be_ordered_apply_the_new_description(
+    known: Any, reported: Any
+) -> None:
+    # Built by hand: a counter that is not a number cannot be compared with one that
+    # is. Like an unknown processId, the new description counts as more recent.
+    pid = oid(9)
+    td = apply(replica_set(), secondary(A)).description
+    current = td.servers[A].replace(topology_version=TopologyVersion(pid, known))
+    td = TopologyDescription(td.type, {**td.servers, A: current}, td.settings, set_name="rs")
+    new = secondary(A, tags={"dc": "ny"}).replace(topology_version=TopologyVersion(pid, reported))
+    transition = apply(td, new)
+    assert not transition.ignored
+    assert transition.description.servers[A].tags == {"dc": "ny"}
+
+
+def test_a_set_version_that_cannot_be_ordered_does_not_replace_the_maximum() -> None:
+    # Built by hand (parsing takes only integers): NaN is not greater than 2, so the
+    # stored maxSetVersion stays, as the spec's "greater than" comparison says.
+    base = replica_set()
+    td = TopologyDescription(
+        TopologyType.REPLICA_SET_NO_PRIMARY,
+        base.servers,
+        base.settings,
+        set_name="rs",
+        max_set_version=2,
+    )
+    nan: Any = float("nan")
+    sd = primary(A, maxWireVersion=7, electionId=oid(1)).replace(set_version=nan)
+    transition = apply(td, sd)
+    assert transition.description.servers[A].type is ServerType.RS_PRIMARY
+    assert transition.description.max_set_version == 2
