@@ -272,3 +272,12 @@ def test_an_unlabelled_establishment_error_marks_the_server_unknown() -> None:
     )
     assert classify(td, labelled, 0).mark_unknown is None
     assert not classify(td, labelled, 0).clear_pool
+
+
+def test_topology_versions_whose_counters_cannot_be_ordered_count_the_new_one_as_newer() -> None:
+    # Built by hand (parsing always gives an integer): like an unknown processId.
+    pid = ObjectId()
+    missing: Any = None
+    text: Any = "3"
+    assert compare_topology_version(TopologyVersion(pid, missing), TopologyVersion(pid, 3)) == -1
+    assert compare_topology_version(TopologyVersion(pid, 3), TopologyVersion(pid, text)) == -1

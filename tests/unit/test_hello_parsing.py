@@ -9,12 +9,15 @@ gives an Unknown description whose error says why.
 from __future__ import annotations
 
 import datetime
+from types import MappingProxyType
 from typing import Any, Optional
 
 import pytest
 from bson import DatetimeMS, ObjectId
+from bson.son import SON
 
 from mongocore.core.address import Address
+from mongocore.core.description import hello_fields, hello_parsing
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType
@@ -25,6 +28,14 @@ B = Address("b", 27017)
 
 def parse(reply: Any, **kwargs: Any) -> ServerDescription:
     return ServerDescription.from_hello(A, reply, 0.01, **kwargs)
+
+
+@pytest.fixture
+def no_parsed_hosts() -> None:
+    """Forget the host strings and lists already parsed, as in a new process: a test
+    that checks how a host is parsed must not find it parsed by an earlier test."""
+    hello_parsing._KNOWN_ADDRESSES.clear()
+    hello_parsing._VALIDATED_ADDRESS_SETS.clear()
 
 
 def test_defaults_of_a_minimal_reply() -> None:
@@ -70,6 +81,7 @@ def test_optional_fields_are_read() -> None:
     assert sd.all_hosts == {Address("p", 1), Address("q", 2)}
 
 
+@pytest.mark.usefixtures("no_parsed_hosts")
 def test_unix_socket_me_and_primary_are_kept_as_paths() -> None:
     path = "/tmp/mongodb-27017.sock"
     sd = parse({"ok": 1, "setName": "rs", "me": path, "primary": path})
@@ -218,3 +230,174 @@ def test_repr_names_address_type_rtt_set_name_and_error() -> None:
     assert repr(slow) == "<ServerDescription a:27017 Standalone rtt=500.0ms>"
     failed = ServerDescription.from_error(A, "boom")
     assert repr(failed) == "<ServerDescription a:27017 Unknown error='boom'>"
+
+
+# --- legacy numeric flags: a number counts by its truth, on every flag ---
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ({"ok": 1, "isreplicaset": 1}, ServerType.RS_GHOST),
+        ({"ok": 1, "isreplicaset": 0}, ServerType.STANDALONE),
+        ({"ok": 1, "isreplicaset": 0, "setName": "rs", "secondary": True}, ServerType.RS_SECONDARY),
+        ({"ok": 1, "setName": "rs", "secondary": True, "hidden": 1}, ServerType.RS_OTHER),
+        ({"ok": 1, "setName": "rs", "secondary": True, "hidden": 0}, ServerType.RS_SECONDARY),
+        ({"ok": 1, "setName": "rs", "secondary": True, "hidden": 0.0}, ServerType.RS_SECONDARY),
+        ({"ok": 1, "setName": "rs", "isWritablePrimary": 1, "hidden": 1}, ServerType.RS_OTHER),
+        ({"ok": 1, "setName": "rs", "arbiterOnly": 1}, ServerType.RS_ARBITER),
+        ({"ok": 1, "setName": "rs", "arbiterOnly": 0}, ServerType.RS_OTHER),
+        # false, not just absent: a member that says it is no arbiter is RSOther.
+        ({"ok": 1, "setName": "rs", "arbiterOnly": False}, ServerType.RS_OTHER),
+    ],
+)
+def test_numeric_flags_count_by_their_truth(reply: dict[str, Any], expected: ServerType) -> None:
+    sd = parse(reply)
+    assert sd.error is None
+    assert sd.type is expected
+
+
+@pytest.mark.parametrize("field", ["isreplicaset", "hidden", "arbiterOnly"])
+def test_a_flag_that_is_neither_boolean_nor_number_gives_an_unknown_with_an_error(
+    field: str,
+) -> None:
+    sd = parse({"ok": 1, "setName": "rs", field: "yes"})
+    assert sd.type is ServerType.UNKNOWN
+    assert sd.error == f"invalid hello reply from a:27017: {field!r} must be a boolean, not str"
+
+
+def test_iscryptd_false_is_kept_false() -> None:
+    assert parse({"ok": 1, "iscryptd": False}).iscryptd is False
+    assert parse({"ok": 1, "iscryptd": 1}).iscryptd is True
+
+
+# --- replies (and their documents) as other mappings than dict ---
+
+
+class _Str(str):
+    """A str subclass, as a caller's own document type could hold."""
+
+
+class _Datetime(datetime.datetime):
+    """A datetime subclass, as a caller's own document type could hold."""
+
+
+def test_a_reply_that_is_a_mapping_but_not_a_dict_is_parsed_like_one() -> None:
+    reply = MappingProxyType(
+        {"ok": 1, "setName": "rs", "secondary": True, "hosts": ["a:27017"], "tags": {"dc": "ny"}}
+    )
+    sd = parse(reply)
+    assert sd.error is None and sd.type is ServerType.RS_SECONDARY
+    assert sd.hosts == {A} and sd.tags == {"dc": "ny"}
+
+
+def test_last_write_as_a_mapping_that_is_not_a_dict_is_read() -> None:
+    last_write = SON([("lastWriteDate", datetime.datetime(1970, 1, 1, 0, 0, 4))])
+    sd = parse({"ok": 1, "lastWrite": last_write})
+    assert sd.error is None and sd.last_write_date == 4.0
+
+
+def test_a_naive_datetime_subclass_is_read_as_utc() -> None:
+    sd = parse({"ok": 1, "lastWrite": {"lastWriteDate": _Datetime(1970, 1, 1, 0, 0, 5)}})
+    assert sd.error is None and sd.last_write_date == 5.0
+
+
+def test_tags_in_a_mapping_that_is_not_a_dict_are_kept() -> None:
+    sd = parse({"ok": 1, "tags": SON([("dc", "ny"), ("rack", "1")])})
+    assert sd.error is None
+    assert sd.tags == {"dc": "ny", "rack": "1"}
+
+
+def test_tags_holding_a_str_subclass_are_kept() -> None:
+    sd = parse({"ok": 1, "maxWireVersion": 21, "tags": {"dc": _Str("ny")}})
+    assert sd.error is None and sd.max_wire_version == 21
+    assert sd.tags == {"dc": "ny"}
+
+
+def test_me_and_primary_as_str_subclasses_are_host_names() -> None:
+    sd = parse({"ok": 1, "setName": "rs", "me": _Str("Subclass-Me:1"), "primary": _Str("b:2")})
+    assert sd.error is None
+    assert sd.me == Address("subclass-me", 1) and sd.primary == Address("b", 2)
+
+
+@pytest.mark.usefixtures("no_parsed_hosts")
+def test_me_and_primary_are_lower_cased_socket_paths_included() -> None:
+    reply = {"ok": 1, "setName": "rs", "me": "/tmp/Mixed-Case.sock", "primary": "Mixed-Case:4"}
+    sd = parse(reply)
+    assert sd.me == Address("/tmp/mixed-case.sock", None)
+    assert sd.primary == Address("mixed-case", 4)
+
+
+def test_me_that_is_a_list_gives_an_unknown_with_an_error() -> None:
+    sd = parse({"ok": 1, "setName": "rs", "me": ["a:27017"]})
+    assert sd.type is ServerType.UNKNOWN
+    assert sd.error == "invalid hello reply from a:27017: 'me' must be a string, not list"
+
+
+# --- the host lists already parsed ---
+
+
+@pytest.mark.usefixtures("no_parsed_hosts")
+def test_the_same_host_list_gives_the_same_members_on_every_reply() -> None:
+    # The first reply parses the lists, the next ones find them parsed.
+    reply = {
+        "ok": 1,
+        "setName": "rs",
+        "hosts": ["same-list-1:1", "same-list-2:2"],
+        "passives": ["same-list-3:3"],
+    }
+    for _ in range(3):
+        sd = parse(reply)
+        assert sd.hosts == {Address("same-list-1", 1), Address("same-list-2", 2)}
+        assert sd.passives == {Address("same-list-3", 3)}
+
+
+@pytest.mark.parametrize("field", ["hosts", "passives"])
+@pytest.mark.usefixtures("no_parsed_hosts")
+def test_a_host_list_spelled_as_a_string_is_an_error_even_after_the_list_was_seen(
+    field: str,
+) -> None:
+    # ["x"] and the string "x" give the same tuple of characters; only a list is valid.
+    assert parse({"ok": 1, "setName": "rs", field: ["x"]}).error is None
+    sd = parse({"ok": 1, "setName": "rs", field: "x"})
+    assert sd.type is ServerType.UNKNOWN
+    assert sd.error == f"invalid hello reply from a:27017: {field!r} must be an array of host names"
+
+
+def test_the_parsed_host_caches_stay_bounded() -> None:
+    # A server reporting a new host on every heartbeat must not grow memory without end.
+    for n in range(1100):
+        parse({"ok": 1, "setName": "rs", "me": f"bounded-{n}:1", "hosts": [f"bounded-{n}:1"]})
+        assert len(hello_parsing._KNOWN_ADDRESSES) <= 1024
+        assert len(hello_parsing._VALIDATED_ADDRESS_SETS) <= 256
+
+
+# --- the field readers, on their own ---
+
+
+def test_readers_give_the_default_for_an_absent_field() -> None:
+    assert hello_fields.flag_field({}, "f") is False
+    assert hello_fields.string_field({}, "f") is None
+    assert hello_fields.object_id_field({}, "f") is None
+    assert hello_fields.document_field({}, "f") is None
+    assert hello_fields.optional_int_field({}, "f") is None
+    assert hello_fields.int_field({}, "f", 7) == 7
+    assert hello_fields.tags_field({}) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, False), (False, False), (True, True), (1, True), (0, False), (2.0, True), (0.0, False)],
+)
+def test_flag_reader(value: Any, expected: bool) -> None:
+    assert hello_fields.flag_field({"f": value}, "f") is expected
+
+
+def test_string_reader_gives_a_plain_str_of_a_subclass() -> None:
+    value = hello_fields.string_field({"f": _Str("host")}, "f")
+    assert value == "host" and type(value) is str
+
+
+def test_tags_reader_gives_none_for_empty_tags() -> None:
+    assert hello_fields.tags_field({"tags": {}}) is None
+    assert hello_fields.tags_field({"tags": {"dc": "ny"}}) == {"dc": "ny"}

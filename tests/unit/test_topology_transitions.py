@@ -13,12 +13,13 @@ import logging
 from typing import Any
 
 import pytest
-from bson import ObjectId
+from bson import Int64, ObjectId
 
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
 from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a", 27017)
@@ -229,3 +230,140 @@ def test_closing_keeps_the_settings_and_the_previous_description() -> None:
     closing = remove_all(td)
     assert closing.previous is td and closing.description.settings is td.settings
     assert closing.description.servers == {} and set(closing.removed) == {A, B}
+
+
+# --- a description that cannot be applied ---
+
+
+def test_a_description_whose_handling_raises_becomes_unknown_with_the_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Parsing never gives a wire version that is not a number; a description built by
+    # hand can, and comparing it in updateRSFromPrimary raises. The topology must not
+    # be wedged by it: the server becomes Unknown, and the error says why.
+    td = replica_set()
+    wire_version: Any = "21"
+    bad = ServerDescription(
+        A, ServerType.RS_PRIMARY, set_name="rs", max_wire_version=wire_version, last_update_time=8.0
+    )
+    with caplog.at_level(logging.ERROR, logger="mongocore.topology"):
+        transition = apply(td, bad)
+    stored = transition.description.servers[A]
+    assert transition.applied is stored and not transition.ignored
+    assert stored.type is ServerType.UNKNOWN and stored.address == A
+    assert stored.error == (
+        "invalid server description: TypeError: "
+        "'>=' not supported between instances of 'str' and 'int'"
+    )
+    assert stored.last_update_time == 8.0
+    assert transition.description.type is TopologyType.REPLICA_SET_NO_PRIMARY
+    assert set(transition.description.servers) == {A, B}
+    [record] = caplog.records
+    assert record.levelno == logging.ERROR
+    assert record.getMessage() == f"cannot apply {bad!r}"
+    assert record.exc_info is not None and record.exc_info[0] is TypeError
+
+
+# --- topologyVersion: only an older one is ignored ---
+
+
+def test_an_equal_topology_version_with_an_int64_counter_is_applied() -> None:
+    # Counters of another integer type than int (a description built by hand) are
+    # compared in full: equal is not older, so the new description is applied.
+    pid = oid(9)
+    td = apply(replica_set(), secondary(A, maxWireVersion=21)).description
+    known = td.servers[A].replace(topology_version=TopologyVersion(pid, Int64(4)))
+    td = TopologyDescription(td.type, {**td.servers, A: known}, td.settings, set_name="rs")
+    newer = secondary(A, maxWireVersion=21, tags={"dc": "ny"}).replace(
+        topology_version=TopologyVersion(pid, Int64(4))
+    )
+    transition = apply(td, newer)
+    assert not transition.ignored
+    assert transition.description.servers[A].tags == {"dc": "ny"}
+
+
+# --- updateRSWithoutPrimary: possible primaries ---
+
+
+def test_a_known_secondary_named_as_primary_stays_a_secondary() -> None:
+    # Only an Unknown server becomes PossiblePrimary: B answered already.
+    td = apply(replica_set(), secondary(B)).description
+    transition = apply(td, secondary(A, primary="b:27017"))
+    assert transition.description.servers[B].type is ServerType.RS_SECONDARY
+    assert transition.description.servers[A].type is ServerType.RS_SECONDARY
+
+
+def test_a_primary_outside_the_topology_is_not_added_as_possible_primary() -> None:
+    # The reported primary is in no host list: nothing is marked, nothing added.
+    transition = apply(replica_set(), secondary(A, primary="c:27017"))
+    assert transition.description.servers[A].type is ServerType.RS_SECONDARY
+    assert C not in transition.description.servers and transition.added == ()
+
+
+# --- updateRSFromPrimary before 6.0: a maximum without its pair ---
+
+
+def test_a_set_version_without_an_election_id_does_not_make_a_primary_stale() -> None:
+    # Before 6.0 the stale check needs both maxSetVersion and maxElectionId; with only
+    # a maxSetVersion, a primary with a lower setVersion (and an electionId) is taken.
+    base = replica_set()
+    td = TopologyDescription(
+        TopologyType.REPLICA_SET_NO_PRIMARY,
+        base.servers,
+        base.settings,
+        set_name="rs",
+        max_set_version=2,
+    )
+    assert td.max_set_version == 2 and td.max_election_id is None
+    transition = apply(td, primary(A, maxWireVersion=7, setVersion=1, electionId=oid(1)))
+    assert transition.description.servers[A].type is ServerType.RS_PRIMARY
+    assert transition.description.type is TopologyType.REPLICA_SET_WITH_PRIMARY
+    assert transition.description.max_election_id == oid(1)
+    assert transition.description.max_set_version == 2
+
+
+def test_the_constructor_keeps_the_election_maxima() -> None:
+    base = replica_set()
+    td = TopologyDescription(
+        TopologyType.REPLICA_SET_NO_PRIMARY,
+        base.servers,
+        base.settings,
+        set_name="rs",
+        max_election_id=oid(3),
+        max_set_version=5,
+    )
+    assert td.max_election_id == oid(3) and td.max_set_version == 5
+
+
+@pytest.mark.parametrize(("known", "reported"), [("5", 3), (3, "5")])
+def test_topology_version_counters_that_cannot_be_ordered_apply_the_new_description(
+    known: Any, reported: Any
+) -> None:
+    # Built by hand: a counter that is not a number cannot be compared with one that
+    # is. Like an unknown processId, the new description counts as more recent.
+    pid = oid(9)
+    td = apply(replica_set(), secondary(A)).description
+    current = td.servers[A].replace(topology_version=TopologyVersion(pid, known))
+    td = TopologyDescription(td.type, {**td.servers, A: current}, td.settings, set_name="rs")
+    new = secondary(A, tags={"dc": "ny"}).replace(topology_version=TopologyVersion(pid, reported))
+    transition = apply(td, new)
+    assert not transition.ignored
+    assert transition.description.servers[A].tags == {"dc": "ny"}
+
+
+def test_a_set_version_that_cannot_be_ordered_does_not_replace_the_maximum() -> None:
+    # Built by hand (parsing takes only integers): NaN is not greater than 2, so the
+    # stored maxSetVersion stays, as the spec's "greater than" comparison says.
+    base = replica_set()
+    td = TopologyDescription(
+        TopologyType.REPLICA_SET_NO_PRIMARY,
+        base.servers,
+        base.settings,
+        set_name="rs",
+        max_set_version=2,
+    )
+    nan: Any = float("nan")
+    sd = primary(A, maxWireVersion=7, electionId=oid(1)).replace(set_version=nan)
+    transition = apply(td, sd)
+    assert transition.description.servers[A].type is ServerType.RS_PRIMARY
+    assert transition.description.max_set_version == 2
