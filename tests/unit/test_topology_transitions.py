@@ -303,17 +303,18 @@ def test_a_primary_outside_the_topology_is_not_added_as_possible_primary() -> No
 # --- updateRSFromPrimary before 6.0: a maximum without its pair ---
 
 
+def no_primary(**maxima: Any) -> TopologyDescription:
+    """The set "rs" with no primary, built with the given election maxima."""
+    base = replica_set()
+    return TopologyDescription(
+        TopologyType.REPLICA_SET_NO_PRIMARY, base.servers, base.settings, set_name="rs", **maxima
+    )
+
+
 def test_a_set_version_without_an_election_id_does_not_make_a_primary_stale() -> None:
     # Before 6.0 the stale check needs both maxSetVersion and maxElectionId; with only
     # a maxSetVersion, a primary with a lower setVersion (and an electionId) is taken.
-    base = replica_set()
-    td = TopologyDescription(
-        TopologyType.REPLICA_SET_NO_PRIMARY,
-        base.servers,
-        base.settings,
-        set_name="rs",
-        max_set_version=2,
-    )
+    td = no_primary(max_set_version=2)
     assert td.max_set_version == 2 and td.max_election_id is None
     transition = apply(td, primary(A, maxWireVersion=7, setVersion=1, electionId=oid(1)))
     assert transition.description.servers[A].type is ServerType.RS_PRIMARY
@@ -323,15 +324,7 @@ def test_a_set_version_without_an_election_id_does_not_make_a_primary_stale() ->
 
 
 def test_the_constructor_keeps_the_election_maxima() -> None:
-    base = replica_set()
-    td = TopologyDescription(
-        TopologyType.REPLICA_SET_NO_PRIMARY,
-        base.servers,
-        base.settings,
-        set_name="rs",
-        max_election_id=oid(3),
-        max_set_version=5,
-    )
+    td = no_primary(max_election_id=oid(3), max_set_version=5)
     assert td.max_election_id == oid(3) and td.max_set_version == 5
 
 
@@ -354,14 +347,7 @@ def test_topology_version_counters_that_cannot_be_ordered_apply_the_new_descript
 def test_a_set_version_that_cannot_be_ordered_does_not_replace_the_maximum() -> None:
     # Built by hand (parsing takes only integers): NaN is not greater than 2, so the
     # stored maxSetVersion stays, as the spec's "greater than" comparison says.
-    base = replica_set()
-    td = TopologyDescription(
-        TopologyType.REPLICA_SET_NO_PRIMARY,
-        base.servers,
-        base.settings,
-        set_name="rs",
-        max_set_version=2,
-    )
+    td = no_primary(max_set_version=2)
     nan: Any = float("nan")
     sd = primary(A, maxWireVersion=7, electionId=oid(1)).replace(set_version=nan)
     transition = apply(td, sd)
