@@ -1,15 +1,13 @@
 """What a failed attempt says about its write, and how the error tells the caller.
 
 The executor sums the attempts (tests/integration/test_dead_primary.py runs it
-against raw-socket servers); here, the pure rule of mongocore.core.write_outcome,
-the note in the error's message, and the connection's record of whether a request
-left in full.
+against raw-socket servers); here, the pure rule of mongocore.core.write_outcome and
+the note in the error's message. Pure and fast (mutation testing runs it); the
+connection's record of whether a request left in full is in
+test_request_sent.py.
 """
 
 from __future__ import annotations
-
-import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -30,9 +28,6 @@ from mongocore.errors import (
     WriteConcernError,
     command_error_from_reply,
 )
-from mongocore.io.connection import Connection
-from mongocore.io.connection_io import request_not_sent
-from mongocore.io.connection_settings import ConnectionSettings
 
 ADDRESS = Address("db", 27017)
 
@@ -100,48 +95,3 @@ def test_the_outcome_goes_into_the_message_once() -> None:
 
 def test_a_write_concern_error_was_applied() -> None:
     assert WriteConcernError("no majority", 64).write_may_have_been_applied is True
-
-
-# --- the connection records whether a request left in full ---------------------------
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[Connection, socket.socket]]:
-    ours, theirs = socket.socketpair()
-    conn = Connection(ours, ADDRESS, ConnectionSettings(connect_timeout=5.0, socket_timeout=5.0))
-    yield conn, theirs
-    conn.close("test over")
-    theirs.close()
-
-
-def test_a_request_on_a_closed_connection_was_not_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    conn, _ = pair
-    conn.close("stale")
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert request_not_sent(info.value)
-
-
-def test_a_request_cut_while_being_written_was_not_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    conn, theirs = pair
-    theirs.close()  # the peer is gone: writing fails with a broken pipe
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert request_not_sent(info.value)
-
-
-def test_a_request_whose_reply_was_lost_was_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    """Catches: every network error counted as "not sent" (a caller told "not
-    applied" after its write ran would apply it twice)."""
-    conn, theirs = pair
-    theirs.shutdown(socket.SHUT_WR)  # takes the request, then closes without a reply
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert not request_not_sent(info.value)
-    assert theirs.recv(1 << 16), "the request arrived"
