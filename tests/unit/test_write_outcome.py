@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from mongocore.core.address import Address
+from mongocore.core.retry_policy import NO_WRITES_PERFORMED
 from mongocore.core.write_outcome import attempt_may_have_written
 from mongocore.errors import (
     ConfigurationError,
@@ -95,3 +96,13 @@ def test_the_outcome_goes_into_the_message_once() -> None:
 
 def test_a_write_concern_error_was_applied() -> None:
     assert WriteConcernError("no majority", 64).write_may_have_been_applied is True
+
+
+def test_a_no_writes_performed_label_proves_nothing_was_written_whatever_the_error() -> None:
+    """The label is the rule, not the error's class: an error that is not a server's
+    answer but carries NoWritesPerformed still says nothing was written, even after a
+    request left in full."""
+    error = NetworkError("reset")
+    error.add_error_label(NO_WRITES_PERFORMED)
+    assert attempt_may_have_written(error, request_sent=True) is False
+    assert attempt_may_have_written(NetworkError("reset"), request_sent=True) is True
