@@ -40,6 +40,11 @@ AREAS = {
     "mongocore.core.selection.": "core/selection/",
     "mongocore.core.wire.": "core/wire/",
     "mongocore.core.retry_policy.": "core/retry_policy.py",
+    "mongocore.core.write_outcome.": "core/write_outcome.py",
+    "mongocore.core.stable_api.": "core/stable_api.py",
+    "mongocore.core.transaction_rules.": "core/transaction_rules.py",
+    "mongocore.core.transaction_state.": "core/transaction_state.py",
+    "mongocore.core.change_streams.": "core/change_streams.py",
 }
 #: Statuses that count as detected by the tests (a timeout is a mutant that never ends).
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}

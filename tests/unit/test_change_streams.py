@@ -154,8 +154,33 @@ def test_a_returned_document_caches_its_id_or_the_batch_token_when_last() -> Non
 
 
 def test_a_document_without_id_cannot_be_resumed_after() -> None:
-    with pytest.raises(MissingResumeToken, match="resume token is missing"):
+    """The message begins with pymongo's sentence, then says what removed the token."""
+    with pytest.raises(MissingResumeToken) as info:
         ResumeState().after_document({"x": 1}, last_in_batch=True, post_batch_resume_token=PBRT)
+    assert str(info.value) == (
+        "Cannot provide resume functionality when the resume token is missing:"
+        " the change document has no _id (a pipeline stage removed it)"
+    )
+
+
+def test_every_cached_token_is_a_deep_copy() -> None:
+    """A resume token is opaque and may nest documents: changing the user's token, the
+    reply's postBatchResumeToken or a returned document afterwards must not change
+    where a resume starts."""
+    given: dict[str, Any] = {"_data": {"clusterTime": 1}}
+    started = ResumeState.started(
+        resume_after=given, start_after=None, start_at_operation_time=None
+    )
+    given["_data"]["clusterTime"] = 2
+    assert started.resume_token == {"_data": {"clusterTime": 1}}
+    batch_token: dict[str, Any] = {"_data": {"clusterTime": 3}}
+    after_batch = started.after_batch(batch_empty=True, post_batch_resume_token=batch_token)
+    batch_token["_data"]["clusterTime"] = 4
+    assert after_batch.resume_token == {"_data": {"clusterTime": 3}}
+    document: dict[str, Any] = {"_id": {"_data": {"clusterTime": 5}}, "operationType": "insert"}
+    returned = started.after_document(document, last_in_batch=False, post_batch_resume_token=None)
+    document["_id"]["_data"]["clusterTime"] = 6
+    assert returned.resume_token == {"_data": {"clusterTime": 5}}
 
 
 # --- startAtOperationTime ----------------------------------------------------------------------
@@ -185,6 +210,7 @@ def test_the_operation_time_is_saved_only_when_every_condition_holds() -> None:
         == earlier
     )
     assert after_aggregate(ResumeState(), max_wire_version=6).operation_time is None
+    assert after_aggregate(ResumeState(), max_wire_version=7).operation_time == TIME  # 4.0
     assert after_aggregate(ResumeState(), first_batch_empty=False).operation_time is None
     with_token = after_aggregate(ResumeState(), post_batch_resume_token=PBRT)
     assert with_token.operation_time is None and with_token.resume_token == PBRT

@@ -1,23 +1,23 @@
 """The Stable API (mongocore.server_api, mongocore.core.stable_api): the ServerApi
-class, the fields each declaration adds, the handshake's command, the client option."""
+class, the fields each declaration adds, the handshake's command.
+
+Pure and fast (mutation testing runs it); the client option, which starts a
+client's monitors, is in test_stable_api_client.py."""
 
 from __future__ import annotations
 
 import copy
 import pickle
-import warnings
 from typing import Any, Optional
 
 import pytest
 
-from mongocore.api.client import Client
 from mongocore.core.stable_api import (
     add_api_fields,
     api_fields,
     hello_command_name,
     requires_op_msg,
 )
-from mongocore.errors import ConfigurationError
 from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.io.handshake import handshake_command
 from mongocore.server_api import ServerApi, ServerApiVersion
@@ -142,29 +142,3 @@ def test_handshake_with_a_declared_version_is_hello_with_the_fields() -> None:
     balanced = handshake_command(ConnectionSettings(server_api=api, load_balanced=True))
     assert next(iter(balanced)) == "hello"
     assert balanced["loadBalanced"] is True and balanced["apiVersion"] == "1"
-
-
-# --- the client option --------------------------------------------------------------
-
-
-def test_server_api_must_be_a_server_api() -> None:
-    with pytest.raises(TypeError, match="server_api must be an instance of ServerApi"):
-        Client("mongodb://localhost:1", server_api="1")  # type: ignore[arg-type]
-
-
-def test_server_api_is_a_keyword_not_a_connection_option() -> None:
-    with pytest.raises(ConfigurationError, match="'server_api' is a keyword of Client"):
-        Client("mongodb://localhost:1", serverApi=ServerApi("1"))
-    # In a connection string it is unknown: warned about and ignored.
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        with Client("mongodb://localhost:1/?serverApi=1&apiVersion=1") as client:
-            assert client._connection_settings.server_api is None
-    assert any("serverApi" in str(w.message) for w in caught)
-
-
-def test_the_client_hands_its_declaration_to_every_connection() -> None:
-    api = ServerApi("1", strict=True)
-    with Client("mongodb://localhost:1", server_api=api) as client:
-        assert client._connection_settings.server_api is api
-        assert client._monitor_settings.connection.server_api is api

@@ -3,7 +3,7 @@ again (Transactions spec): mongocore.core.transaction_rules."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 
@@ -14,11 +14,15 @@ from mongocore.core.transaction_rules import (
     TransactionEndPolicy,
     commit_retry_write_concern,
     is_max_time_ms_expired,
+    is_retryable_end_error,
+    is_unknown_commit_result,
     label_transaction_error,
     unpins,
 )
 from mongocore.core.transaction_state import ABORT, COMMIT
 from mongocore.errors import (
+    ConfigurationError,
+    InvalidOperation,
     MongoCoreError,
     NetworkError,
     NotPrimaryError,
@@ -28,9 +32,11 @@ from mongocore.errors import (
     WaitQueueTimeoutError,
     WriteConcernError,
     WTimeoutError,
+    write_concern_error_from_reply,
 )
 
 WIRE_7_0 = 21
+WIRE_4_4 = 9
 WIRE_4_2 = 8
 
 
@@ -56,17 +62,19 @@ def _labels(error: MongoCoreError) -> set[str]:
 
 
 @pytest.mark.parametrize(
-    "error",
+    "make",
     [
-        NetworkError("reset"),
-        ServerSelectionTimeoutError("no server"),
-        PoolClearedError("cleared"),
+        lambda: NetworkError("reset"),
+        lambda: ServerSelectionTimeoutError("no server"),
+        lambda: PoolClearedError("cleared"),
     ],
     ids=["network", "selection", "pool cleared"],
 )
 def test_driver_errors_in_a_transaction_are_transient_and_never_retryable_writes(
-    error: MongoCoreError,
+    make: Callable[[], MongoCoreError],
 ) -> None:
+    # A new error each run: labeling changes it.
+    error = make()
     error.add_error_label(RETRYABLE_WRITE_ERROR)
     label_transaction_error(error, "insert", WIRE_7_0)
     assert _labels(error) == {TRANSIENT_TRANSACTION_ERROR}
@@ -106,24 +114,40 @@ def test_a_selection_error_of_the_commit_is_of_unknown_result_only() -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "unknown"),
+    ("make", "unknown"),
     [
-        (_failure(10107, [RETRYABLE_WRITE_ERROR]), True),  # labeled by the server
-        (_failure(11600, []), False),  # 4.4+: no label, not retryable
-        (_failure(11601), False),  # Interrupted
-        (_failure(50), True),  # MaxTimeMSExpired
-        (_wce(50), True),
-        (_wce(64), True),  # WriteConcernTimeout
-        (WTimeoutError("timeout", 64, {"writeConcernError": {"code": 64}}), True),
-        (_wce(91), True),
-        (_wce(100), False),  # UnsatisfiableWriteConcern: the concern is invalid
-        (_wce(79), False),  # UnknownReplWriteConcern
-        (_failure(251, [TRANSIENT_TRANSACTION_ERROR]), False),  # NoSuchTransaction
+        (lambda: _failure(10107, [RETRYABLE_WRITE_ERROR]), True),  # labeled by the server
+        (lambda: _failure(11600, []), False),  # 4.4+: no label, not retryable
+        (lambda: _failure(11601), False),  # Interrupted
+        (lambda: _failure(50), True),  # MaxTimeMSExpired
+        (lambda: _wce(50), True),
+        (lambda: _wce(64), True),  # WriteConcernTimeout
+        (lambda: WTimeoutError("timeout", 64, {"writeConcernError": {"code": 64}}), True),
+        (lambda: _wce(91), True),
+        (lambda: _wce(100), False),  # UnsatisfiableWriteConcern: the concern is invalid
+        (lambda: _wce(79), False),  # UnknownReplWriteConcern
+        (lambda: _failure(251, [TRANSIENT_TRANSACTION_ERROR]), False),  # NoSuchTransaction
+    ],
+    ids=[
+        "labeled",
+        "unlabeled",
+        "interrupted",
+        "max time",
+        "wce max time",
+        "wce timeout",
+        "wtimeout",
+        "wce shutdown",
+        "wce unsatisfiable",
+        "wce unknown repl",
+        "no such transaction",
     ],
 )
 def test_which_commit_errors_leave_the_result_unknown(
-    error: OperationFailure, unknown: bool
+    make: Callable[[], OperationFailure], unknown: bool
 ) -> None:
+    # A new error each run: labeling changes it, and a label left by an earlier run
+    # would hide a missing one.
+    error = make()
     label_transaction_error(error, COMMIT, WIRE_7_0)
     assert (UNKNOWN_TRANSACTION_COMMIT_RESULT in _labels(error)) is unknown
     assert unpins(error, COMMIT, WIRE_7_0) is (
@@ -138,6 +162,51 @@ def test_servers_older_than_4_4_have_their_retryable_codes_labeled_by_the_driver
     new = _failure(11600)
     label_transaction_error(new, COMMIT, WIRE_7_0)
     assert RETRYABLE_WRITE_ERROR not in _labels(new)
+
+
+def test_from_4_4_the_servers_label_alone_makes_commit_and_abort_retryable() -> None:
+    """A 4.4 server labels the errors it wants retried: an unlabeled error with a code
+    of the older list is not retried, from wire version 9 itself."""
+    assert is_retryable_end_error(_failure(91, [RETRYABLE_WRITE_ERROR]), WIRE_4_4)
+    assert is_retryable_end_error(_failure(2, [RETRYABLE_WRITE_ERROR]), WIRE_7_0)
+    assert not is_retryable_end_error(_failure(91), WIRE_4_4)
+    assert not is_retryable_end_error(_failure(262), WIRE_4_4)
+
+
+def test_before_4_4_the_codes_decide_whether_commit_and_abort_are_retried() -> None:
+    assert is_retryable_end_error(_failure(11602), WIRE_4_2)  # a state change error
+    assert is_retryable_end_error(_failure(262), WIRE_4_2)  # ExceededTimeLimit
+    assert is_retryable_end_error(_wce(9001), WIRE_4_2)  # SocketException
+    assert not is_retryable_end_error(_failure(2), WIRE_4_2)
+    assert not is_retryable_end_error(_failure(11601, [RETRYABLE_WRITE_ERROR]), WIRE_4_2)
+
+
+def test_a_write_concern_error_without_a_code_leaves_the_commit_result_unknown() -> None:
+    """A writeConcernError with no code is no invalid write concern: the commit's
+    result is unknown, and reading the missing code is no error."""
+    error = write_concern_error_from_reply({"ok": 1, "writeConcernError": {"errmsg": "wce"}})
+    assert error is not None and error.code is None
+    assert is_unknown_commit_result(error, WIRE_7_0)
+    assert not is_max_time_ms_expired(error)
+
+
+@pytest.mark.parametrize("wire_version", [WIRE_4_2, WIRE_7_0])
+def test_an_error_of_the_driver_itself_at_commit_gets_no_label(wire_version: int) -> None:
+    """An error raised before anything was sent (a configuration or usage error) is
+    neither retryable nor of unknown result: the commit did not run."""
+    for error in (ConfigurationError("no"), InvalidOperation("closed")):
+        assert not is_unknown_commit_result(error, wire_version)
+        label_transaction_error(error, COMMIT, wire_version)
+        assert _labels(error) == set()
+
+
+def test_a_commit_that_ran_out_of_time_is_of_unknown_result_from_any_server() -> None:
+    """MaxTimeMSExpired (maxCommitTimeMS) is not retryable, yet leaves the result
+    unknown."""
+    error = _failure(50)
+    assert not is_retryable_end_error(error, WIRE_7_0)
+    assert is_unknown_commit_result(error, WIRE_7_0)
+    assert is_unknown_commit_result(_failure(50), WIRE_4_2)
 
 
 def test_abort_errors_all_unpin_and_never_get_commit_labels() -> None:
@@ -175,7 +244,29 @@ def test_commit_and_abort_are_sent_again_once_after_a_retryable_error() -> None:
     assert policy.attempt_failed(first) is None
     second = _failure(10107, [RETRYABLE_WRITE_ERROR])
     assert policy.attempt_failed(second) is second
+    again = NetworkError("again")
+    assert policy.attempt_failed(again) is again
+
+
+def test_once_the_retry_failed_every_later_error_is_final_as_it_is() -> None:
+    """After its one retry the policy is done: it neither retries nor swaps a later
+    error (even one from the driver) for the first."""
+    policy = TransactionEndPolicy()
+    first = NetworkError("reset")
+    assert policy.attempt_failed(first) is None
     assert policy.attempt_failed(NetworkError("again")) is not None
+    busy = WaitQueueTimeoutError("busy")
+    assert policy.attempt_failed(busy) is busy
+
+
+def test_an_error_that_ended_the_commit_is_never_followed_by_a_retry() -> None:
+    """A first error that is not retryable ends it: a later retryable one is final too."""
+    policy = TransactionEndPolicy()
+    refused = _failure(11601)
+    assert policy.attempt_failed(refused) is refused
+    reset = NetworkError("reset")
+    assert policy.attempt_failed(reset) is reset
+    assert policy.previous_error is None
 
 
 @pytest.mark.parametrize(

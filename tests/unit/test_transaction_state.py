@@ -3,6 +3,8 @@ changes", "When to unpin", "recoveryToken field"): mongocore.core.transaction_st
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 
 from mongocore.core.address import Address
@@ -138,3 +140,37 @@ def test_ending_the_session_aborts_only_a_transaction_that_sent_something() -> N
     assert starting.end_session() is False
     assert _in_progress().end_session() is True
     assert Transaction().end_session() is False
+
+
+def test_a_new_session_has_default_settings_no_mongos_and_no_recovery_token() -> None:
+    txn = Transaction()
+    assert txn.settings == TransactionSettings()
+    assert txn.pinned is None and txn.recovery_token is None
+    txn.pin(MONGOS)  # nothing pinned yet: the first mongos is taken
+    assert txn.pinned == MONGOS
+
+
+def _refusal(call: Callable[[], object]) -> str:
+    with pytest.raises(InvalidOperation) as info:
+        call()
+    return str(info.value)
+
+
+def test_the_refusals_are_worded_as_pymongo_words_them() -> None:
+    """Word for word pymongo's messages (the spec's tests look for them, ignoring
+    case; an application written for pymongo may compare them exactly)."""
+    txn = Transaction()
+    assert _refusal(txn.plan_commit) == "No transaction started"
+    assert _refusal(txn.plan_abort) == "No transaction started"
+    txn.start(TransactionSettings())
+    assert _refusal(lambda: txn.start(TransactionSettings())) == "Transaction already in progress"
+    txn.abort_done()
+    assert _refusal(txn.plan_abort) == "Cannot call abortTransaction twice"
+    assert (
+        _refusal(txn.plan_commit) == "Cannot call commitTransaction after calling abortTransaction"
+    )
+    txn.start(TransactionSettings())
+    txn.plan_commit()
+    assert (
+        _refusal(txn.plan_abort) == "Cannot call abortTransaction after calling commitTransaction"
+    )

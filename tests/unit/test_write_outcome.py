@@ -1,19 +1,18 @@
 """What a failed attempt says about its write, and how the error tells the caller.
 
 The executor sums the attempts (tests/integration/test_dead_primary.py runs it
-against raw-socket servers); here, the pure rule of mongocore.core.write_outcome,
-the note in the error's message, and the connection's record of whether a request
-left in full.
+against raw-socket servers); here, the pure rule of mongocore.core.write_outcome and
+the note in the error's message. Pure and fast (mutation testing runs it); the
+connection's record of whether a request left in full is in
+test_request_sent.py.
 """
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-
 import pytest
 
 from mongocore.core.address import Address
+from mongocore.core.retry_policy import NO_WRITES_PERFORMED
 from mongocore.core.write_outcome import attempt_may_have_written
 from mongocore.errors import (
     ConfigurationError,
@@ -30,9 +29,6 @@ from mongocore.errors import (
     WriteConcernError,
     command_error_from_reply,
 )
-from mongocore.io.connection import Connection
-from mongocore.io.connection_io import request_not_sent
-from mongocore.io.connection_settings import ConnectionSettings
 
 ADDRESS = Address("db", 27017)
 
@@ -102,46 +98,11 @@ def test_a_write_concern_error_was_applied() -> None:
     assert WriteConcernError("no majority", 64).write_may_have_been_applied is True
 
 
-# --- the connection records whether a request left in full ---------------------------
-
-
-@pytest.fixture
-def pair() -> Iterator[tuple[Connection, socket.socket]]:
-    ours, theirs = socket.socketpair()
-    conn = Connection(ours, ADDRESS, ConnectionSettings(connect_timeout=5.0, socket_timeout=5.0))
-    yield conn, theirs
-    conn.close("test over")
-    theirs.close()
-
-
-def test_a_request_on_a_closed_connection_was_not_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    conn, _ = pair
-    conn.close("stale")
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert request_not_sent(info.value)
-
-
-def test_a_request_cut_while_being_written_was_not_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    conn, theirs = pair
-    theirs.close()  # the peer is gone: writing fails with a broken pipe
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert request_not_sent(info.value)
-
-
-def test_a_request_whose_reply_was_lost_was_sent(
-    pair: tuple[Connection, socket.socket],
-) -> None:
-    """Catches: every network error counted as "not sent" (a caller told "not
-    applied" after its write ran would apply it twice)."""
-    conn, theirs = pair
-    theirs.shutdown(socket.SHUT_WR)  # takes the request, then closes without a reply
-    with pytest.raises(NetworkError) as info:
-        conn.command("db", {"insert": "c"})
-    assert not request_not_sent(info.value)
-    assert theirs.recv(1 << 16), "the request arrived"
+def test_a_no_writes_performed_label_proves_nothing_was_written_whatever_the_error() -> None:
+    """The label is the rule, not the error's class: an error that is not a server's
+    answer but carries NoWritesPerformed still says nothing was written, even after a
+    request left in full."""
+    error = NetworkError("reset")
+    error.add_error_label(NO_WRITES_PERFORMED)
+    assert attempt_may_have_written(error, request_sent=True) is False
+    assert attempt_may_have_written(NetworkError("reset"), request_sent=True) is True
