@@ -240,6 +240,77 @@ def test_command_cursor_batch_size_applies_to_get_more() -> None:
     assert client._executor.sent[0][1]["batchSize"] == 3
 
 
+# --- iteration: a for loop reads a batch at a time -------------------------------------------
+
+
+def _three_batches() -> tuple[CommandCursor, FakeClient]:
+    """A cursor over _id 1 to 6 in three batches of two (two getMores)."""
+    reply = {"cursor": {"id": Int64(5), "ns": "shop.items", "firstBatch": [{"_id": 1}, {"_id": 2}]}}
+    client = FakeClient(
+        [
+            {"cursor": {"id": Int64(5), "nextBatch": [{"_id": 3}, {"_id": 4}]}},
+            {"cursor": {"id": 0, "nextBatch": [{"_id": 5}, {"_id": 6}]}},
+        ]
+    )
+    return _command_cursor(reply, client, ("shop", "items")), client
+
+
+def _ids(documents: Any) -> list[int]:
+    return [document["_id"] for document in documents]
+
+
+def test_a_for_loop_reads_every_batch_in_order() -> None:
+    cursor, client = _three_batches()
+    assert _ids(cursor) == [1, 2, 3, 4, 5, 6]
+    assert [body["getMore"] for _, body in client._executor.sent] == [5, 5]
+    assert not cursor.alive and cursor.retrieved == 6
+    assert _ids(cursor) == [] and cursor.try_next() is None
+
+
+def test_a_loop_that_stops_goes_on_where_it_left_off_whichever_way_it_is_read() -> None:
+    """Breaking out of a loop, then reading the cursor with next(), another loop,
+    to_list() or try_next(): each document exactly once, in order. Broken variant
+    caught: a loop taking its whole batch up front (the rest of the batch lost after
+    a break), or a second reader not taking the position back (documents twice)."""
+    cursor, _ = _three_batches()
+    seen = []
+    for document in cursor:
+        seen.append(document["_id"])
+        if document["_id"] == 1:
+            break
+    assert cursor.alive
+    seen.append(next(cursor)["_id"])  # 2: the rest of the first batch
+    for document in cursor:
+        seen.append(document["_id"])
+        if document["_id"] == 3:
+            break
+    seen.append(cast(dict[str, Any], cursor.try_next())["_id"])  # 4
+    seen += _ids(cursor.to_list(1))  # 5
+    seen += _ids(cursor)  # 6
+    assert seen == [1, 2, 3, 4, 5, 6]
+
+
+def test_two_loops_over_one_cursor_share_its_position() -> None:
+    """Two iterators of one cursor read alternately never hand out a document twice:
+    the cursor is one stream, as pymongo's (whose iterator is the cursor itself)."""
+    cursor, _ = _three_batches()
+    first, second = iter(cursor), iter(cursor)
+    read = [next(first), next(second), next(cursor), next(first), next(second), next(first)]
+    assert _ids(read) == [1, 2, 3, 4, 5, 6]
+    assert list(first) == [] and list(second) == []
+
+
+def test_closing_a_cursor_ends_its_loop() -> None:
+    cursor, client = _three_batches()
+    client._executor.replies.insert(0, {"ok": 1})  # the killCursors reply
+    seen = []
+    for document in cursor:
+        seen.append(document["_id"])
+        cursor.close()
+    assert seen == [1]
+    assert [next(iter(body)) for _, body in client._executor.sent] == ["killCursors"]
+
+
 # --- results -------------------------------------------------------------------------------
 
 

@@ -53,6 +53,7 @@ class _ChangeStreamCursor(CommandCursor):
         """The next buffered document, after at most one getMore when none is
         buffered, and whether it is the last of its batch; (None, True) when the
         server had nothing (yet) or the cursor is closed."""
+        self._settle()
         buffered = self._position < len(self._buffer)
         if not buffered and get_more_allowed and self._id != 0 and not self._killed:
             self._get_more()

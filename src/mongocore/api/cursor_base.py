@@ -7,6 +7,8 @@ Spec: the find, getMore and killCursors commands; ``limit``, ``batchSize`` and
 from __future__ import annotations
 
 import contextlib
+import itertools
+import operator
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
@@ -59,6 +61,9 @@ class _CursorBase:
         self._client = client
         self._buffer: list[Document] = []
         self._position = 0
+        #: While a ``for`` loop reads the current batch (see __iter__): the list
+        #: iterator handing it out, which then holds the position.
+        self._live: Optional[Iterator[Document]] = None
         self._id = 0
         self._address: Optional[Address] = None
         self._namespace: tuple[str, str] = ("", "")
@@ -94,6 +99,8 @@ class _CursorBase:
         """True while there may be more documents (buffered, or on the server)."""
         if not self._started:
             return True
+        if self._live is not None:
+            self._settle()
         return self._position < len(self._buffer) or (self._id != 0 and not self._killed)
 
     @property
@@ -106,9 +113,44 @@ class _CursorBase:
         return None if self._session is self._owned_session else self._session
 
     def __iter__(self) -> Iterator[Document]:
-        return self
+        # A batch at a time: the chain hands out each document of a batch from a list
+        # iterator, in C, and runs _batches() (Python) only between batches, where a
+        # cursor returning itself would run __next__ once per document. The cursor's
+        # own methods stay usable during a loop, and a loop that stopped can go on
+        # where it left off, as with pymongo's cursor: see _settle().
+        return itertools.chain.from_iterable(self._batches())
+
+    def _batches(self) -> Iterator[Iterator[Document]]:
+        while True:
+            self._settle()  # another loop over this cursor may hold the position
+            buffer, position = self._buffer, self._position
+            if position < len(buffer):
+                live = iter(buffer)
+                if position:
+                    live.__setstate__(position)  # type: ignore[attr-defined]
+                self._live = live
+                yield live
+                if self._live is live:  # read to its end by the loop
+                    self._live = None
+                    self._position = len(buffer)
+                # (else _settle() took the position back: go on from there)
+            elif not self._more():
+                return
+
+    def _settle(self) -> None:
+        """Take the position back from the list iterator of a ``for`` loop, which then
+        hands out nothing more: the loop's next document comes from the cursor, so
+        that no document is returned twice, whichever way the cursor is read next."""
+        live = self._live
+        if live is not None:
+            self._live = None
+            size = len(self._buffer)
+            self._position = size - operator.length_hint(live)
+            live.__setstate__(size)  # type: ignore[attr-defined]
 
     def __next__(self) -> Document:
+        if self._live is not None:
+            self._settle()
         # The common case in this one frame: the next document of the current batch
         # (a batch is only ever set once the cursor has started).
         position = self._position
@@ -129,6 +171,7 @@ class _CursorBase:
         return self._next()
 
     def to_list(self, length: Optional[int] = None) -> list[Document]:
+        self._settle()
         out: list[Document] = []
         while length is None or len(out) < length:
             buffer, position = self._buffer, self._position
@@ -150,6 +193,7 @@ class _CursorBase:
 
     def close(self) -> None:
         """Kill the server cursor if it is still open (best effort), release its session."""
+        self._settle()
         if self._id and not self._killed and self._address is not None:
             self._kill()
         self._killed = True
@@ -206,6 +250,7 @@ class _CursorBase:
         stream reads its postBatchResumeToken)."""
 
     def _set_batch(self, documents: list[Document]) -> None:
+        self._settle()
         if self._limit:
             documents = documents[: max(0, self._limit - self._retrieved)]
         if self._decoding is not None:
@@ -215,19 +260,27 @@ class _CursorBase:
         self._retrieved += len(documents)
 
     def _next(self) -> Optional[Document]:
-        if not self._started:
-            self._start()
+        self._settle()
         while True:
             if self._position < len(self._buffer):
                 document = self._buffer[self._position]
                 self._position += 1
                 return document
-            if self._id == 0 or self._killed:
+            if not self._more():
                 return None
-            if self._limit and self._retrieved >= self._limit:
-                self.close()
-                return None
-            self._get_more()
+
+    def _more(self) -> bool:
+        """Start the cursor, or bring its next batch; False once it has no more."""
+        if not self._started:
+            self._start()
+            return True
+        if self._id == 0 or self._killed:
+            return False
+        if self._limit and self._retrieved >= self._limit:
+            self.close()
+            return False
+        self._get_more()
+        return True
 
     def _get_more(self) -> None:
         session = self._session
