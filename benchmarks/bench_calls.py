@@ -43,10 +43,12 @@ def operations(client: Any, name: str) -> dict[str, Callable[[], object]]:
     admin = client.admin
     docs = client.bench.docs
     inserts = client.bench[f"calls_{name}"]
+    many = client.bench.many
     return {
         "ping": lambda: admin.command("ping"),
         "find_one by _id": lambda: docs.find_one({"_id": 5}),
         "insert_one": lambda: inserts.insert_one({"x": 1, "name": "bench"}),
+        "iterate 1,000 documents": lambda: list(many.find({})),
     }
 
 
@@ -59,6 +61,8 @@ def main() -> None:
         ours: Any = mongocore.MongoClient(uri)
         theirs.bench.docs.drop()
         theirs.bench.docs.insert_many([{"_id": i, "name": f"user{i}"} for i in range(10)])
+        theirs.bench.many.drop()
+        theirs.bench.many.insert_many([{"_id": i} for i in range(1000)])
         mine, other = operations(ours, "mongocore"), operations(theirs, "pymongo")
         rows = [(label, counts(mine[label]), counts(other[label])) for label in mine]
         ours.close()
@@ -72,7 +76,7 @@ def main() -> None:
             print(f"| {label} | {m_all:.0f} | {p_all:.0f} | {m_py:.0f} | {p_py:.0f} |")
         else:
             print(
-                f"{label:20s} mongocore {m_all:5.0f} calls ({m_py:4.0f} Python)   "
+                f"{label:24s} mongocore {m_all:5.0f} calls ({m_py:4.0f} Python)   "
                 f"pymongo {p_all:5.0f} calls ({p_py:4.0f} Python)"
             )
 
