@@ -13,6 +13,11 @@ reported too: it moves less from run to run than the ratio of two minimums.
 Operations: ``ping``, ``find_one`` by ``_id``, ``insert_one``, and iterating a
 ``find`` over 1,000 documents (the whole cursor: the first batch and the getMores).
 
+The ping rounds also time a plain socket sending a ready-made ping message and
+decoding its reply (``bson.decode``), in the same process: the floor of CPU per
+command that no Python client gets under (the kernel's work for a send and a
+receive over loopback, the wake-up after the wait).
+
 Run: python benchmarks/bench_cpu.py [--rounds 9] [--markdown]
 """
 
@@ -20,10 +25,13 @@ from __future__ import annotations
 
 import argparse
 import platform
+import socket
 import statistics
+import struct
 import time
 from typing import Any, Callable
 
+import bson
 import pymongo
 
 import mongocore
@@ -83,6 +91,30 @@ class Driver:
         self.next_id = 0
 
 
+class RawPing:
+    """The floor: a socket sending a prebuilt OP_MSG ping, reading and decoding its reply."""
+
+    HEADER = struct.Struct("<iiii")
+
+    def __init__(self, uri: str) -> None:
+        host, _, port = uri.removeprefix("mongodb://").rstrip("/").rpartition(":")
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        body = bson.encode({"ping": 1, "$db": "admin"})
+        self.message = self.HEADER.pack(21 + len(body), 1, 0, 2013) + bytes(5) + body
+
+    def ping(self) -> object:
+        self.sock.sendall(self.message)
+        data = self.sock.recv(65536)
+        length = self.HEADER.unpack_from(data)[0]
+        while len(data) < length:
+            data += self.sock.recv(65536)
+        return bson.decode(data[21:length])
+
+    def close(self) -> None:
+        self.sock.close()
+
+
 OPERATIONS: list[tuple[str, str, int]] = [
     # label, method, calls per round
     ("ping", "ping", 2000),
@@ -107,12 +139,16 @@ def main() -> None:
         for driver in drivers:  # warm up: connections, sessions, code paths
             for _, method, _ in OPERATIONS:
                 getattr(driver, method)()
+        raw = RawPing(uri)
+        floor = float("inf")
         rows = []
         for label, method, calls in OPERATIONS:
             count = max(1, int(calls * args.scale))
             best = {d.name: float("inf") for d in drivers}
             round_ratios = []
             for _ in range(args.rounds):
+                if method == "ping":
+                    floor = min(floor, cpu_per_op(raw.ping, count))
                 this_round = {}
                 for driver in drivers:
                     # Each round inserts into an empty collection: the simulator's
@@ -127,6 +163,7 @@ def main() -> None:
             )
         for driver in drivers:
             driver.reset_inserts()
+        raw.close()
         ours.close()
         theirs.close()
     print(
@@ -151,6 +188,11 @@ def main() -> None:
                 f"{label:36s} mongocore {mine * 1e6:8.1f} µs   pymongo {other * 1e6:8.1f} µs"
                 f"   ratio {mine / other:.2f}   median of rounds {median:.2f}"
             )
+    print(
+        f"the floor: a plain socket's ping costs {floor * 1e6:.1f} µs CPU (best round);"
+        " above it, per ping: mongocore"
+        f" {(rows[0][1] - floor) * 1e6:.1f} µs, pymongo {(rows[0][2] - floor) * 1e6:.1f} µs"
+    )
 
 
 if __name__ == "__main__":
