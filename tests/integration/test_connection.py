@@ -423,6 +423,50 @@ def test_exhaust_replies_arriving_together_are_each_read_once(
     assert pending.result() == {"pong": True, "ok": 1}
 
 
+class _RecordingSocket:
+    """A socket that records how many bytes each read asks for."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self.sizes: list[int] = []
+
+    def recv(self, size: int, *flags: int) -> bytes:
+        self.sizes.append(size)
+        return self._sock.recv(size, *flags)
+
+    def recv_into(self, buffer: Any, *args: int) -> int:
+        self.sizes.append(len(buffer))
+        return self._sock.recv_into(buffer, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+@pytest.mark.parametrize(("monitoring", "first_read"), [(True, 16), (False, 64 * 1024)])
+def test_a_monitor_reads_a_header_first_other_connections_read_ahead(
+    mockupdb_server: MockupDB, monitoring: bool, first_read: int
+) -> None:
+    """A read allocates the whole buffer it asks for before it blocks, and a monitor
+    blocks in its read for up to heartbeatFrequencyMS: it asks for a header only,
+    then the body. Broken variant caught: monitors reading 64 KiB ahead, which every
+    client then holds per server while its monitors wait (tracemalloc counted 192 KiB
+    per client of a 3-member set). Other connections still read 64 KiB ahead."""
+    pending = Background(
+        lambda: connect(address_of(mockupdb_server), SETTINGS, monitoring=monitoring)
+    )
+    receive_request(mockupdb_server).replies(hello_reply())
+    conn: Connection = pending.result()
+    try:
+        recording = _RecordingSocket(conn._sock)
+        conn._sock = recording  # type: ignore[assignment]
+        command = run_command(conn, "admin", {"hello": 1})
+        receive_request(mockupdb_server).ok(isWritablePrimary=True)
+        assert command.result()["isWritablePrimary"] is True
+        assert recording.sizes[0] == first_read
+    finally:
+        conn.close()
+
+
 def test_more_to_come_without_exhaust_allowed_is_a_protocol_error(
     conn: Connection, mockupdb_server: MockupDB
 ) -> None:

@@ -62,7 +62,7 @@ _OP_MSG = int(OpCode.OP_MSG)
 
 #: Bytes asked of the socket by the first read of a reply: most replies arrive whole
 #: in one read, header and body. What follows a reply in the stream (the next reply of
-#: an exhaust stream) is kept for the next read.
+#: an exhaust stream) is kept for the next read. Not for monitors (see __init__).
 READ_AHEAD = 64 * 1024
 
 
@@ -126,6 +126,11 @@ class ConnectionIO:
         self._max_reply_size = 0
         #: Bytes received past the end of the last message (read ahead).
         self._received: bytes = b""
+        # A read allocates its whole buffer before it blocks, and a monitor blocks in
+        # its read for up to heartbeatFrequencyMS (an awaitable hello): with 64 KiB of
+        # read-ahead, every client would hold 64 KiB per server for nothing. A monitor
+        # reads a reply's header, then its body (one more system call per heartbeat).
+        self._read_ahead = HEADER_SIZE if monitoring else READ_AHEAD
 
     # --- closing -----------------------------------------------------------------------
 
@@ -203,7 +208,7 @@ class ConnectionIO:
             received = self._received
             self._received = b""
             while len(received) < HEADER_SIZE:
-                more = recv_some(sock, READ_AHEAD, limit)
+                more = recv_some(sock, self._read_ahead, limit)
                 if not more:
                     raise NetworkError(self._closed_early(len(received), HEADER_SIZE))
                 received = received + more if received else more
