@@ -60,17 +60,10 @@ def _client_side_connection_error(error: BaseException) -> bool:
     return isinstance(error, ConnectionFailure) and not isinstance(error, OperationFailure)
 
 
-def _error_code(error: OperationFailure) -> Optional[int]:
-    if isinstance(error, WriteConcernError):
-        wce = error.details.get("writeConcernError")
-        if isinstance(wce, Mapping) and isinstance(wce.get("code"), int):
-            return int(wce["code"])
-    return error.code
-
-
 def is_max_time_ms_expired(error: BaseException) -> bool:
-    """MaxTimeMSExpired, as the command's error or as its writeConcernError."""
-    return isinstance(error, OperationFailure) and _error_code(error) == MAX_TIME_MS_EXPIRED
+    """MaxTimeMSExpired, as the command's error or as its writeConcernError (a
+    WriteConcernError's code is its writeConcernError's)."""
+    return isinstance(error, OperationFailure) and error.code == MAX_TIME_MS_EXPIRED
 
 
 def is_retryable_end_error(error: BaseException, max_wire_version: int) -> bool:
@@ -86,7 +79,7 @@ def is_retryable_end_error(error: BaseException, max_wire_version: int) -> bool:
         return False
     if max_wire_version >= WIRE_VERSION_4_4:
         return error.has_error_label(RETRYABLE_WRITE_ERROR)
-    return is_retryable_write_error(error) or _error_code(error) in _PRE_4_4_RETRYABLE_CODES
+    return is_retryable_write_error(error) or error.code in _PRE_4_4_RETRYABLE_CODES
 
 
 def is_unknown_commit_result(error: BaseException, max_wire_version: int) -> bool:
@@ -101,9 +94,7 @@ def is_unknown_commit_result(error: BaseException, max_wire_version: int) -> boo
         return False
     if is_retryable_end_error(error, max_wire_version) or is_max_time_ms_expired(error):
         return True
-    return isinstance(error, WriteConcernError) and (
-        _error_code(error) not in INVALID_WRITE_CONCERN_CODES
-    )
+    return isinstance(error, WriteConcernError) and (error.code not in INVALID_WRITE_CONCERN_CODES)
 
 
 def label_transaction_error(error: MongoCoreError, command: str, max_wire_version: int) -> None:
