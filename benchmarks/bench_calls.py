@@ -20,7 +20,7 @@ from typing import Any, Callable
 import pymongo
 
 import mongocore
-from standalone import standalone
+from simulated import simulated
 
 CALLS = 200
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    with standalone() as uri:
+    with simulated("--standalone") as uri:
         theirs: Any = pymongo.MongoClient(uri)
         ours: Any = mongocore.MongoClient(uri)
         theirs.bench.docs.drop()

@@ -24,7 +24,7 @@ import bson
 
 import mongocore
 from mongocore.io.connection import Connection
-from standalone import standalone
+from simulated import simulated
 
 DOCUMENT = {
     "_id": 500,
@@ -95,7 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    with standalone() as uri:
+    with simulated("--standalone") as uri:
         client: Any = mongocore.MongoClient(uri, maxPoolSize=1)
         client.admin.command("ping")
         (connection,) = [

@@ -35,7 +35,7 @@ import bson
 import pymongo
 
 import mongocore
-from standalone import standalone
+from simulated import simulated
 
 DOCUMENTS = 1000
 
@@ -130,7 +130,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the calls per round")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    with standalone() as uri:
+    with simulated("--standalone") as uri:
         theirs: Any = pymongo.MongoClient(uri)
         ours: Any = mongocore.MongoClient(uri)
         theirs.bench.docs.drop()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -27,6 +26,7 @@ import pymongo
 import pymongo.errors
 
 from mongocore.api.client import Client
+from simulated import simulated
 
 ELECTION_DELAY = 0.2
 
@@ -73,14 +73,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--mode", choices=["stream", "poll"], default="stream")
     args = parser.parse_args()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--replset", "3"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        uri = server.stdout.readline().strip()
+    with simulated("--replset", "3") as uri:
         options: dict[str, Any] = {"heartbeatFrequencyMS": 500}
         ours = Client(uri, retryWrites=True, serverMonitoringMode=args.mode, **options)
         theirs: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
@@ -119,9 +112,6 @@ def main() -> None:
         ours.close()
         theirs.close()
         admin.close()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     ours_median = statistics.median(ours_times)
     theirs_median = statistics.median(theirs_times)
     print(f"python {sys.version.split()[0]}, pymongo {pymongo.version}, monitoring: {args.mode}")

@@ -23,34 +23,16 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
-import subprocess
-import sys
 import time
 import tracemalloc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Callable
 
 import pymongo
 
 import mongocore
+from simulated import simulated
 
 CLIENTS = 20
-
-
-@contextmanager
-def replica_set() -> Iterator[str]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--replset", "3"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        yield server.stdout.readline().strip()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def connected(factory: Callable[[str], Any], uri: str) -> list[Any]:
@@ -105,7 +87,7 @@ def main() -> None:
         "pymongo": pymongo.MongoClient,
     }
     # Both drivers load their modules before anything is measured.
-    with replica_set() as uri:
+    with simulated("--replset", "3") as uri:
         for factory in factories.values():
             memory_per_client(factory, uri)
         cpu = {name: float("inf") for name in factories}

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -36,6 +35,7 @@ import pymongo
 from pymongo import MongoClient
 
 from mongocore.sim import Member, ReplicaSet
+from simulated import simulated
 
 ELECTION_DELAY = 0.2
 THREADS = 8
@@ -74,14 +74,7 @@ def throughput(operation: Callable[[int], object], seconds: float) -> float:
 
 
 def measure_throughput(seconds: float, docs: int) -> dict[str, float]:
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mongocore", "sim", "--replset", "3"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        uri = server.stdout.readline().strip()
+    with simulated("--replset", "3") as uri:
         client: MongoClient[dict[str, Any]] = MongoClient(uri, maxPoolSize=THREADS * 2)
         coll = client.bench.docs
         coll.insert_many([{"_id": n, "count": 0} for n in range(docs)])
@@ -107,9 +100,6 @@ def measure_throughput(seconds: float, docs: int) -> dict[str, float]:
         }
         client.close()
         return results
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
 
 
 class Pinger:
