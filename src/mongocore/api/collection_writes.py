@@ -10,8 +10,6 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-import bson
-
 from mongocore.api.arguments import (
     _check_replacement,
     _check_update,
@@ -53,8 +51,6 @@ from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
 _new_tuple = tuple.__new__
-#: bson.encode() minus its check that the codec options are CodecOptions (they are).
-_dict_to_bson = bson._dict_to_bson
 
 
 class ReturnDocument(enum.Enum):
@@ -119,7 +115,7 @@ class CollectionWrites(CollectionBase):
             else self._write_session(session, write_concern)
         )
         try:
-            encoded = _dict_to_bson(statement, False, self._codec_options)  # self._encode
+            encoded = self._encode(statement)
             body: Document = {"insert": self._name, "ordered": True}
             if write_concern._document:  # not the server's default
                 body["writeConcern"] = write_concern.document

@@ -23,6 +23,7 @@ from mongocore.write_concern import WriteConcern
 if TYPE_CHECKING:
     from mongocore.api.client import Client
 
+_dict_to_bson = bson._dict_to_bson
 
 # --- the shared machinery --------------------------------------------------------------
 
@@ -66,7 +67,9 @@ class _Target:
 
     def _encode(self, document: Mapping[str, Any]) -> bytes:
         """A document as BSON, with this target's codec options."""
-        return bson.encode(document, False, self._codec_options)
+        # bson.encode() minus its check that these are CodecOptions (they always are):
+        # every insert encodes its documents here.
+        return _dict_to_bson(document, False, self._codec_options)
 
     def _session(self, session: Optional[ClientSession]) -> ClientSession:
         if session is None:
