@@ -217,7 +217,7 @@ class ClientSession(TransactionMixin):
         server_session = self._server_session
         if server_session is None or self._ended:
             server_session = self._server_session_for_use()
-        server_session.last_use = server_session._clock()  # touch(), inline
+        server_session.touch()
         return server_session.session_id
 
     def _next_txn_number(self) -> Int64:

@@ -85,31 +85,29 @@ class ServerSessionPool:
         return len(self._sessions)
 
     def acquire(self, timeout_minutes: Optional[int]) -> ServerSession:
-        # ServerSession.timed_out, inline (once per operation): a session idle for
-        # longer than ``limit`` is about to expire; None: nothing is known to expire.
-        limit = None if timeout_minutes is None else timeout_minutes * 60.0 - EXPIRY_MARGIN
         with self._lock:
             sessions = self._sessions
             if sessions:
                 now = self._clock()
                 while sessions:
                     session = sessions.popleft()
-                    if limit is None or now - session.last_use <= limit:
+                    if not session.timed_out(timeout_minutes, now):
                         return session
             generation = self._generation
         return ServerSession(generation, self._clock)
 
     def release(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
         now = self._clock()
-        limit = None if timeout_minutes is None else timeout_minutes * 60.0 - EXPIRY_MARGIN
         with self._lock:
             sessions = self._sessions
-            if limit is not None:
-                while sessions and now - sessions[-1].last_use > limit:
+            if timeout_minutes is not None:  # else nothing is known to expire
+                while sessions and sessions[-1].timed_out(timeout_minutes, now):
                     sessions.pop()
             if session.generation != self._generation:
                 return  # checked out before a reset: never returns to the new pool
-            if session.dirty or (limit is not None and now - session.last_use > limit):
+            if session.dirty or (
+                timeout_minutes is not None and session.timed_out(timeout_minutes, now)
+            ):
                 return
             sessions.appendleft(session)
 
