@@ -177,8 +177,6 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         self._databases: dict[str, Database] = {}
         self._cluster_clock = ClusterClock()
         self._executor_instance: Optional[Executor] = None  # see _executor
-        #: (description, its session timeout): see _session_timeout_minutes.
-        self._session_timeout: tuple[Any, Optional[int]] = (None, None)
         self._topology.open()
         if srv.seedlist is not None:
             from mongocore.io.dns_resolver import DnsPythonResolver  # noqa: PLC0415
@@ -395,17 +393,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
 
     def _session_timeout_minutes(self) -> Optional[int]:
         description = self._topology._description  # the property, without its call
-        # Asked twice per operation (the session's acquire and release); it changes
-        # only with the description. One tuple, so that threads see a consistent pair.
-        known, minutes = self._session_timeout
-        if known is description:
-            return minutes
         if description.type is TopologyType.LOAD_BALANCED:
-            minutes = None  # "If the driver is in load balancer mode, use this ServerSession."
-        else:
-            minutes = description.logical_session_timeout_minutes
-        self._session_timeout = (description, minutes)
-        return minutes
+            return None  # "If the driver is in load balancer mode, use this ServerSession."
+        return description.logical_session_timeout_minutes
 
     def _check_open(self) -> None:
         if self._closed:
