@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import queue
 import socket
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
@@ -22,7 +24,9 @@ from mongocore.errors import (
     OperationFailure,
     ServerSelectionTimeoutError,
 )
+from mongocore.sim import Standalone
 from tests.integration.mock_servers import DEADLINE, HelloResponder, address_of, hello_reply
+from tests.integration.sim_client import sim_client
 from tests.unit.test_srv import FakeResolver
 
 FAST = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 10_000}
@@ -358,3 +362,35 @@ def test_a_server_without_sessions_gets_no_lsid_and_refuses_an_explicit_session(
         insert = seen[label].get(timeout=DEADLINE)
         assert ("lsid" in ping, "lsid" in insert) == (expect, expect), label
         assert seen[label].empty(), label  # the refused insert was never sent
+
+
+def test_the_connections_a_client_keeps_let_their_handshake_reply_go() -> None:
+    """A pooled, a monitoring and an RTT connection keep no hello reply once established,
+    only what they read from it.
+
+    Fails if any of the three keepers (the client's pool factory, the monitor, the RTT
+    monitor) stops calling ``take_hello()``: that connection's ``hello`` is then still
+    the server's whole reply, a few KiB held for the life of the client.
+    """
+    with Standalone() as standalone, sim_client(standalone.uri) as client:
+        client.admin.command("ping")
+        (address,) = client.topology.description.servers
+        server = client.topology.get_server(address)
+        assert server is not None and server.monitor is not None
+        monitor: Any = server.monitor
+
+        def rtt_connection() -> Any:
+            rtt = monitor._rtt_monitor
+            return None if rtt is None else rtt._slot.connection
+
+        deadline = time.monotonic() + DEADLINE
+        while rtt_connection() is None and time.monotonic() < deadline:
+            threading.Event().wait(0.01)
+        pooled = server.pool.check_out(DEADLINE)
+        server.pool.check_in(pooled)
+        kept = {"pooled": pooled, "monitor": monitor._slot.connection, "rtt": rtt_connection()}
+        for role, connection in kept.items():
+            assert connection is not None, role
+            assert connection.hello == {}, role
+            assert connection.max_wire_version == 21, role
+            assert connection.supports_sessions, role

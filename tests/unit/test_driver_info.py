@@ -67,8 +67,8 @@ def test_append_metadata_reaches_new_connections_only() -> None:
         finally:
             server.pool.check_in(first)
         seen = standalone.member.server
-        old = seen.connection(first.hello["connectionId"])
-        new = seen.connection(second.hello["connectionId"])
+        old = seen.connection(first.server_connection_id)
+        new = seen.connection(second.server_connection_id)
         assert old is not None and new is not None
         assert old.client_metadata is not None and new.client_metadata is not None
         assert old.client_metadata["driver"]["name"] == f"{DRIVER_NAME}|odm"

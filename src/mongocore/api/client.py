@@ -206,7 +206,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
             connection_id: int,
             cancellation: Optional[Cancellation] = None,
         ) -> Connection:
-            return connect(
+            connection = connect(
                 address,
                 settings,
                 generation=generation,
@@ -214,6 +214,8 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
                 cancellation=cancellation,
                 authenticate=self._authenticator,
             )
+            connection.take_hello()  # its authentication, the reply's last reader, is done
+            return connection
 
         def establish_failed(error: BaseException, generation: int) -> None:
             # "MongoDB Handshake errors": the pool reports them (a checkOut's and

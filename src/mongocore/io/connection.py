@@ -170,7 +170,8 @@ class Connection(ConnectionIO):
     Made by :func:`connect`. ``hello`` is this connection's own handshake reply, and
     ``max_wire_version`` and ``limits`` come from it, never from a monitor's reply
     (see SDAM, "Warning about the maxWireVersion from a monitor's hello response").
-    ``generation`` and ``last_checkin_time`` belong to the pool.
+    Whoever keeps the connection takes the reply with :meth:`take_hello` once it is
+    established. ``generation`` and ``last_checkin_time`` belong to the pool.
     """
 
     generation: int
@@ -259,6 +260,16 @@ class Connection(ConnectionIO):
         where the authentication conversation must not be.
         """
         return self._speculative_reply
+
+    def take_hello(self) -> Mapping[str, Any]:
+        """The handshake reply, handed over once; the connection keeps only what it
+        read from it (wire version, size limits, ids, compressor).
+
+        Pooled and monitoring connections live as long as the client: a reply kept on
+        each of them would be a few KiB per connection held for nothing.
+        """
+        reply, self.hello = self.hello, {}
+        return reply
 
     def __repr__(self) -> str:
         state = f"closed ({self._close_reason})" if self._closed else "open"

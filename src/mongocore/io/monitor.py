@@ -441,8 +441,8 @@ class Monitor:
             self._heartbeat_connection = (connection.id, connection.server_connection_id)
             duration = getattr(connection, "handshake_duration", None)
             self._rtt.add(duration if duration is not None else time.monotonic() - start)
-            self._hello_ok = connection.hello.get("helloOk") is True
-            return connection.hello
+            self._hello_ok = connection.hello_ok
+            return connection.take_hello()
         settings = self._settings
         ids = (connection.id, connection.server_connection_id)
         if connection.more_to_come():

@@ -96,7 +96,8 @@ class RttMonitor:
                 self._settings.connection,
                 lambda: not self._stopped,
             )
-            self._hello_ok = connection.hello.get("helloOk") is True
+            self._hello_ok = connection.hello_ok
+            connection.take_hello()  # only its helloOk is needed here
             duration = getattr(connection, "handshake_duration", None)
             return duration if duration is not None else time.monotonic() - start
         command_name = hello_command_name(self._hello_ok, self._settings.connection.server_api)
