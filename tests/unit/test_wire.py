@@ -35,7 +35,6 @@ from mongocore.core.wire import (
     OpMsg,
     OpQuery,
     OpReply,
-    RequestIdGenerator,
     SizeLimits,
     check_batch_size,
     check_command_size,
@@ -54,6 +53,7 @@ from mongocore.core.wire import (
     op_msg_overhead,
     pack_header,
     read_message,
+    request_id_generator,
     split_batches,
     unpack_header,
 )
@@ -136,24 +136,24 @@ def test_unpack_header_too_short() -> None:
 
 
 def test_request_ids_are_positive_and_increasing() -> None:
-    generate = RequestIdGenerator()
+    generate = request_id_generator()
     assert [generate() for _ in range(3)] == [1, 2, 3]
     assert 0 < next_request_id() <= MAX_INT32
 
 
 def test_request_ids_wrap_within_int32() -> None:
-    generate = RequestIdGenerator(start=MAX_INT32 - 1)
+    generate = request_id_generator(start=MAX_INT32 - 1)
     assert [generate() for _ in range(3)] == [MAX_INT32, 1, 2]
 
 
 @pytest.mark.parametrize("start", [-1, MAX_INT32 + 1])
 def test_request_id_start_out_of_range(start: int) -> None:
     with pytest.raises(ValueError, match="start"):
-        RequestIdGenerator(start)
+        request_id_generator(start)
 
 
 def test_request_ids_unique_across_threads() -> None:
-    generate = RequestIdGenerator(start=MAX_INT32 - 500)
+    generate = request_id_generator(start=MAX_INT32 - 500)
     results: list[list[int]] = [[] for _ in range(8)]
     barrier = threading.Barrier(len(results))
 
@@ -499,6 +499,16 @@ def test_encode_op_msg_rejects_bad_identifier(identifier: str) -> None:
 def test_encode_op_msg_rejects_identifier_in_body() -> None:
     with pytest.raises(ValueError, match="both a body field"):
         encode_op_msg({"insert": "c", "documents": []}, 1, sequences={"documents": [{}]})
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_an_encoded_body_goes_out_as_given_beside_a_sequence(kind: type) -> None:
+    # Its fields are not searched for the identifier: the bytes are taken as they are.
+    body = bson.encode({"insert": "c", "$db": "d"})
+    data = encode_op_msg(kind(body), 1, sequences={"documents": [{"x": 1}]})
+    message = decode_op_msg(data[HEADER_SIZE:])
+    assert message.body == {"insert": "c", "$db": "d"}
+    assert message.sequences == {"documents": [{"x": 1}]}
 
 
 @pytest.mark.parametrize(("request_id", "response_to"), [(2**31, 0), (1, -(2**31) - 1)])

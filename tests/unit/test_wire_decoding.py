@@ -28,7 +28,6 @@ from mongocore.core.wire import (
     OpMsg,
     OpQuery,
     OpReply,
-    RequestIdGenerator,
     SizeLimits,
     check_batch_size,
     check_command_size,
@@ -44,6 +43,7 @@ from mongocore.core.wire import (
     encode_op_reply,
     op_msg_overhead,
     read_message,
+    request_id_generator,
     split_batches,
     unpack_header,
 )
@@ -404,7 +404,7 @@ def test_a_document_of_exactly_the_limit_fits_a_batch() -> None:
 
 
 def test_request_ids_may_start_at_the_largest_int32() -> None:
-    ids = RequestIdGenerator(MAX_INT32)
+    ids = request_id_generator(MAX_INT32)
     assert ids() == 1
     with pytest.raises(ValueError):
-        RequestIdGenerator(MAX_INT32 + 1)
+        request_id_generator(MAX_INT32 + 1)

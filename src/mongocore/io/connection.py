@@ -218,17 +218,9 @@ class Connection(ConnectionIO):
     # --- what the pool reads ---------------------------------------------------------
 
     @property
-    def id(self) -> int:
-        return self._id
-
-    @property
     def service_id(self) -> Optional[Any]:
         """The serviceId of the handshake reply (load-balanced mode only)."""
         return self._service_id
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @property
     def close_reason(self) -> Optional[str]:
@@ -272,8 +264,8 @@ class Connection(ConnectionIO):
         return reply
 
     def __repr__(self) -> str:
-        state = f"closed ({self._close_reason})" if self._closed else "open"
-        return f"<Connection {self._id} to {self.address}, {state}>"
+        state = f"closed ({self._close_reason})" if self.closed else "open"
+        return f"<Connection {self.id} to {self.address}, {state}>"
 
     # --- the handshake -----------------------------------------------------------------
 
@@ -379,7 +371,7 @@ class Connection(ConnectionIO):
         """
         if self._more_to_come:
             raise MongoCoreError(
-                f"connection {self._id} to {self.address} is streaming replies; read them"
+                f"connection {self.id} to {self.address} is streaming replies; read them"
                 " with receive() before sending another command"
             )
         if request_id is None:
@@ -436,7 +428,7 @@ class Connection(ConnectionIO):
         """
         if not self._more_to_come:
             raise MongoCoreError(
-                f"connection {self._id} to {self.address} expects no further reply;"
+                f"connection {self.id} to {self.address} expects no further reply;"
                 " receive() is only for replies after one with moreToCome"
             )
         header, message = self._exchange(None, 0, timeout)

@@ -96,6 +96,10 @@ class ConnectionIO:
 
     address: Address
     limits: SizeLimits
+    #: The pool reads these two at every checkout and checkin: plain attributes, which
+    #: only this class writes (``closed`` under its lock, once, in close()).
+    id: int
+    closed: bool
 
     def __init__(
         self,
@@ -108,14 +112,14 @@ class ConnectionIO:
     ) -> None:
         self._sock = sock
         self.address = address
-        self._id = connection_id
+        self.id = connection_id
         self._settings = settings
         # Monitoring sockets read with connectTimeoutMS ("Socket timeout for monitoring").
         self._default_timeout = settings.connect_timeout if monitoring else settings.socket_timeout
         #: Set by connect() while establishing: every exchange ends by then.
         self._establishment_deadline: Optional[float] = None
         self._lock = threading.Lock()
-        self._closed = False
+        self.closed = False
         self._close_reason: Optional[str] = None
         self._busy = False
         self._more_to_come = False
@@ -140,9 +144,9 @@ class ConnectionIO:
         A read or write blocked in another thread fails at once with NetworkError.
         """
         with self._lock:
-            if self._closed:
+            if self.closed:
                 return
-            self._closed = True
+            self.closed = True
             self._close_reason = reason
             shutdown_socket(self._sock)
             if not self._busy:
@@ -150,7 +154,7 @@ class ConnectionIO:
 
     def _closed_error(self) -> NetworkError:
         return NetworkError(
-            f"connection {self._id} to {self.address} is closed ({self._close_reason})",
+            f"connection {self.id} to {self.address} is closed ({self._close_reason})",
             address=self.address,
         )
 
@@ -182,7 +186,7 @@ class ConnectionIO:
                 # Nothing is sent: the connection stays as it was.
                 raise unless_sent(
                     NetworkTimeout(
-                        f"no time left for an operation on connection {self._id} to {self.address}",
+                        f"no time left for an operation on connection {self.id} to {self.address}",
                         address=self.address,
                     ),
                     False,
@@ -190,7 +194,7 @@ class ConnectionIO:
             limit = earliest(deadline_after(timeout, now), deadline)
         step = "sending a message"
         with self._lock:  # the I/O begins: close() now leaves the descriptor to us
-            if self._closed:
+            if self.closed:
                 raise unless_sent(self._closed_error(), False)  # nothing went out
             self._busy = True
         sent = data is None
@@ -238,7 +242,7 @@ class ConnectionIO:
         except socket.timeout as exc:
             self.close("error")
             error: NetworkError = NetworkTimeout(
-                f"timed out {step} on connection {self._id} to {self.address}:"
+                f"timed out {step} on connection {self.id} to {self.address}:"
                 f" {self._what_ran_out(timeout, limit, deadline)}",
                 address=self.address,
             )
@@ -250,7 +254,7 @@ class ConnectionIO:
         except ProtocolError as exc:
             self.close("error")
             raise ProtocolError(
-                f"invalid reply from {self.address} (connection {self._id}): {exc.message}",
+                f"invalid reply from {self.address} (connection {self.id}): {exc.message}",
                 address=self.address,
             ) from exc
         except NetworkError as exc:
@@ -269,7 +273,7 @@ class ConnectionIO:
     def _end_io(self) -> None:
         with self._lock:
             self._busy = False
-            if self._closed:
+            if self.closed:
                 # close() ran during our I/O and left the descriptor to us.
                 self._sock.close()
 
@@ -289,7 +293,7 @@ class ConnectionIO:
         if self._close_reason not in (None, "error"):
             detail = f"the connection was closed ({self._close_reason}) while in use"
         return NetworkError(
-            f"connection {self._id} to {self.address} failed: {detail}", address=self.address
+            f"connection {self.id} to {self.address} failed: {detail}", address=self.address
         )
 
     def _recv_exactly(self, size: int, deadline: Optional[float], prefix: memoryview) -> memoryview:
@@ -301,7 +305,7 @@ class ConnectionIO:
         return buffer
 
     def _closed_early(self, received: int, size: int) -> str:
-        if self._closed:
+        if self.closed:
             return f"closed ({self._close_reason}) during a read"
         return (
             f"the server closed the connection after {received} of {size} bytes"
@@ -358,7 +362,7 @@ class ConnectionIO:
             self._more_to_come = False
             self.close("error")
             raise ProtocolError(
-                f"invalid reply from {self.address} (connection {self._id}): {problem}",
+                f"invalid reply from {self.address} (connection {self.id}): {problem}",
                 address=self.address,
             )
         return reply  # type: ignore[no-any-return]

@@ -25,9 +25,9 @@ from mongocore.core.wire.header import (
     MAX_INT32,
     MsgHeader,
     OpCode,
-    RequestIdGenerator,
     next_request_id,
     pack_header,
+    request_id_generator,
     unpack_header,
 )
 from mongocore.core.wire.legacy import (
@@ -106,7 +106,6 @@ __all__ = [
     "OpMsg",
     "OpQuery",
     "OpReply",
-    "RequestIdGenerator",
     "SizeLimits",
     "bounded_max_message_size",
     "check_batch_size",
@@ -131,6 +130,7 @@ __all__ = [
     "op_msg_overhead",
     "pack_header",
     "read_message",
+    "request_id_generator",
     "split_batches",
     "unpack_header",
 ]

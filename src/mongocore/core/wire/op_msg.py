@@ -64,6 +64,8 @@ _REQUIRED_BITS = 0xFFFF
 _KNOWN_REQUIRED_BITS = CHECKSUM_PRESENT | MORE_TO_COME
 
 _OP_MSG = int(OpCode.OP_MSG)
+#: A body or document given already encoded (the other kind of EncodedOrDocument).
+_ENCODED = (bytes, bytearray, memoryview)
 
 # Header, flagBits and the kind byte of the body section: one pack for the common case.
 _PREFIX = struct.Struct("<iiiiIB")
@@ -204,7 +206,8 @@ def encode_op_msg(
 def _encode_identifier(identifier: str, body: EncodedOrDocument) -> bytes:
     if not identifier or "\x00" in identifier:
         raise ValueError(f"invalid document sequence identifier {identifier!r}")
-    if isinstance(body, Mapping) and identifier in body:
+    # (Not isinstance(body, Mapping): against an abstract class that is a Python call.)
+    if not isinstance(body, _ENCODED) and identifier in body:
         # The server rejects a field given both in the body and as a sequence.
         raise ValueError(f"{identifier!r} is both a body field and a document sequence")
     return identifier.encode("utf-8") + b"\x00"
