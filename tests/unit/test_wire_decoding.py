@@ -32,6 +32,7 @@ from mongocore.core.wire import (
     check_batch_size,
     check_command_size,
     check_document_size,
+    check_sequence_sizes,
     decode_body,
     decode_message,
     decode_op_compressed,
@@ -276,6 +277,23 @@ def test_long_sequence_identifiers_are_read_from_any_buffer() -> None:
     cut = FLAGS + b"\x01" + struct.pack("<i", 8) + b"abcd" + body_section(PING)
     assert protocol_error(decode_op_msg, cut) == (
         "OP_MSG document sequence identifier: string is not NUL-terminated within its bounds"
+    )
+
+
+def test_a_sequence_at_its_limits_passes_one_past_them_names_what_failed() -> None:
+    limits = SizeLimits(max_bson_object_size=10, max_write_batch_size=3)
+    check_sequence_sizes([10, 1, 10], limits, "documents")
+    check_sequence_sizes([], limits, "documents")
+    with pytest.raises(DocumentTooLarge) as raised:
+        check_sequence_sizes([10, 11, 12], limits, "updates")
+    assert str(raised.value) == (
+        "document at index 1 of sequence 'updates' is 11 bytes, which exceeds"
+        " maxBsonObjectSize (10 bytes)"
+    )
+    with pytest.raises(DocumentTooLarge) as raised:
+        check_sequence_sizes([1, 1, 1, 1], limits, "deletes")
+    assert str(raised.value) == (
+        "document sequence 'deletes' has 4 statements, which exceeds maxWriteBatchSize (3)"
     )
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "check_command_size",
     "check_document_size",
     "check_message_size",
+    "check_sequence_sizes",
     "max_reply_size",
     "op_msg_overhead",
     "split_batches",
@@ -107,10 +108,13 @@ def max_reply_size(max_message_size_bytes: int) -> int:
 def check_document_size(size: int, max_bson_object_size: int, what: str = "document") -> None:
     """Raise DocumentTooLarge if a document of ``size`` bytes exceeds maxBsonObjectSize."""
     if size > max_bson_object_size:
-        raise DocumentTooLarge(
-            f"{what} is {size} bytes, which exceeds maxBsonObjectSize"
-            f" ({max_bson_object_size} bytes)"
-        )
+        raise _document_too_large(what, size, max_bson_object_size)
+
+
+def _document_too_large(what: str, size: int, max_bson_object_size: int) -> DocumentTooLarge:
+    return DocumentTooLarge(
+        f"{what} is {size} bytes, which exceeds maxBsonObjectSize ({max_bson_object_size} bytes)"
+    )
 
 
 def check_command_size(size: int, max_bson_object_size: int, what: str = "command") -> None:
@@ -136,10 +140,32 @@ def check_message_size(size: int, max_message_size_bytes: int) -> None:
 def check_batch_size(count: int, max_write_batch_size: int, what: str = "write batch") -> None:
     """Raise DocumentTooLarge if a batch of ``count`` statements exceeds maxWriteBatchSize."""
     if count > max_write_batch_size:
-        raise DocumentTooLarge(
-            f"{what} has {count} statements, which exceeds maxWriteBatchSize"
-            f" ({max_write_batch_size})"
-        )
+        raise _batch_too_large(what, count, max_write_batch_size)
+
+
+def _batch_too_large(what: str, count: int, max_write_batch_size: int) -> DocumentTooLarge:
+    return DocumentTooLarge(
+        f"{what} has {count} statements, which exceeds maxWriteBatchSize ({max_write_batch_size})"
+    )
+
+
+def check_sequence_sizes(sizes: Sequence[int], limits: SizeLimits, identifier: str) -> None:
+    """Raise DocumentTooLarge if an OP_MSG document sequence of documents of ``sizes``
+    bytes has more than maxWriteBatchSize of them, or one larger than maxBsonObjectSize
+    (named by its index).
+
+    One call for the whole sequence, each document a comparison: what names the
+    sequence or a document is written only for the one that fails.
+    """
+    count = len(sizes)
+    if count > limits.max_write_batch_size:
+        what = f"document sequence {identifier!r}"
+        raise _batch_too_large(what, count, limits.max_write_batch_size)
+    max_size = limits.max_bson_object_size
+    for index, size in enumerate(sizes):
+        if size > max_size:
+            what = f"document at index {index} of sequence {identifier!r}"
+            raise _document_too_large(what, size, max_size)
 
 
 def op_msg_overhead(body_size: int, identifier: str, checksum: bool = False) -> int:

@@ -38,10 +38,9 @@ from mongocore.core.wire.checksum import crc32c
 from mongocore.core.wire.header import HEADER_SIZE, OpCode
 from mongocore.core.wire.limits import (
     SizeLimits,
-    check_batch_size,
     check_command_size,
-    check_document_size,
     check_message_size,
+    check_sequence_sizes,
 )
 from mongocore.errors import ProtocolError
 
@@ -172,17 +171,10 @@ def encode_op_msg(
     for identifier, documents in (sequences or {}).items():
         ident = _encode_identifier(identifier, body)
         encoded = [encode_document(document, codec_options) for document in documents]
-        section_size = 4 + len(ident) + sum(map(len, encoded))
+        sizes = list(map(len, encoded))
         if limits is not None:
-            check_batch_size(
-                len(encoded), limits.max_write_batch_size, f"document sequence {identifier!r}"
-            )
-            for index, document in enumerate(encoded):
-                check_document_size(
-                    len(document),
-                    limits.max_bson_object_size,
-                    f"document at index {index} of sequence {identifier!r}",
-                )
+            check_sequence_sizes(sizes, limits, identifier)
+        section_size = 4 + len(ident) + sum(sizes)
         parts.append(_pack_sequence_prefix(1, section_size))
         parts.append(ident)
         parts.extend(encoded)
