@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pymongo
 from pymongo.errors import PyMongoError
@@ -59,7 +59,7 @@ def _pymongo_driver(**options: Any) -> Driver:
 
 def _table(reports: list[ChaosReport]) -> list[str]:
     """The side-by-side table of docs/benchmarks.md."""
-    rows = [
+    rows: list[tuple[str, Callable[[ChaosReport], str]]] = [
         ("faults fired", lambda r: str(sum(r.faults_fired.values()))),
         ("acknowledged", lambda r: f"{r.count('acknowledged'):,}"),
         ("errors raised to callers", lambda r: str(r.count("unknown"))),

@@ -137,12 +137,12 @@ def run_size(n: int, count: int, rng: random.Random) -> list[tuple[str, float, f
     cases: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
         (
             f"select primary, {n} members (warm)",
-            lambda td=ours: select_server(td, primary, rng),
+            lambda: select_server(ours, primary, rng),
             lambda: py_select(py_primary),
         ),
         (
             f"select nearest+tags, {n} members (warm)",
-            lambda td=ours: select_server(td, nearest, rng),
+            lambda: select_server(ours, nearest, rng),
             lambda: py_select(py_nearest),
         ),
     ]

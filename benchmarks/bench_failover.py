@@ -20,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+from functools import partial
 from typing import Any, Callable
 
 import pymongo
@@ -79,7 +80,7 @@ def main() -> None:
         theirs: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
             uri, retryWrites=True, serverMonitoringMode=args.mode, **options
         )
-        admin = pymongo.MongoClient(uri)
+        admin: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(uri)
         ours_coll, theirs_coll = ours["bench"]["failover"], theirs["bench"]["failover"]
         ours_coll.insert_one({"warm": 1})
         theirs_coll.insert_one({"warm": 1})
@@ -105,7 +106,7 @@ def main() -> None:
         while min(len(ours_times), len(theirs_times)) < args.rounds:
             for times, coll in ((ours_times, ours_coll), (theirs_times, theirs_coll)):
                 if len(times) < args.rounds:
-                    elapsed = measure(lambda c=coll: c.insert_one({"x": 1}), warm_admin, step_down)
+                    elapsed = measure(partial(coll.insert_one, {"x": 1}), warm_admin, step_down)
                     if not math.isnan(elapsed):  # the step-down happened
                         times.append(elapsed)
                 time.sleep(1.5)  # the stepped-down member may stand again after 1 s

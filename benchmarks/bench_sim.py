@@ -41,7 +41,7 @@ ELECTION_DELAY = 0.2
 THREADS = 8
 BATCH = 1_000
 # Never time out: a slow answer is what the history figures measure.
-LONG_TIMEOUTS = {
+LONG_TIMEOUTS: dict[str, Any] = {
     "socketTimeoutMS": 600_000,
     "connectTimeoutMS": 600_000,
     "serverSelectionTimeoutMS": 600_000,

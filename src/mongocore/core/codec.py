@@ -39,7 +39,6 @@ __all__ = [
     "decode_document",
     "decode_documents",
     "decode_values",
-    "encode",
     "is_default",
     "pop_codec_keywords",
     "to_wire",
@@ -141,11 +140,6 @@ def to_wire_value(value: Any, options: AnyCodecOptions) -> Any:
     if isinstance(value, Mapping):
         return to_wire(value, options)
     return to_wire({"v": value}, options)["v"]
-
-
-def encode(document: Mapping[str, Any], options: AnyCodecOptions) -> bytes:
-    """``document`` as BSON, with the user's options."""
-    return bson.encode(document, False, options)
 
 
 # --- documents in: with the user's options -------------------------------------------
