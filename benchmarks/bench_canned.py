@@ -7,9 +7,15 @@ from the API call to the decoded reply, in a tight loop: no system call, no wait
 for a server, no cache gone cold while the thread slept. The stand-in socket's own
 cost (measured first, and printed) is included in the figures.
 
+With ``--cold``, 8 MiB of memory are written before each call (and that writing's
+own cost, measured alone, is subtracted): the caches hold none of the client's code
+and data when the call starts, as after a wait for a real server. The figures then
+come close to what a client spends above the floor of ``bench_cpu.py``, without a
+server's timing in them, so they move less between runs.
+
 mongocore only: pymongo's connections are not built on the same socket calls.
 
-Run: python benchmarks/bench_canned.py [--rounds 7]
+Run: python benchmarks/bench_canned.py [--rounds 7] [--cold]
 """
 
 from __future__ import annotations
@@ -79,14 +85,31 @@ class CannedSocket:
         return getattr(self._real, name)
 
 
-def best_per_call(op: Callable[[], object], rounds: int, calls: int = 5000) -> float:
+#: Written before each call with --cold: larger than this machine's caches.
+_EVICTION = bytearray(8 * 1024 * 1024)
+_ONE_BYTE_PER_LINE = b"\x01" * (len(_EVICTION) // 64)
+
+
+def evict_caches() -> None:
+    """Write one byte of every 64 (a cache line each) of 8 MiB."""
+    _EVICTION[::64] = _ONE_BYTE_PER_LINE
+
+
+def best_per_call(
+    op: Callable[[], object], rounds: int, calls: int = 5000, cold: bool = False
+) -> float:
     for _ in range(500):
         op()
     best = float("inf")
     for _ in range(rounds):
         begin = time.thread_time()
-        for _ in range(calls):
-            op()
+        if cold:
+            for _ in range(calls):
+                evict_caches()
+                op()
+        else:
+            for _ in range(calls):
+                op()
         best = min(best, (time.thread_time() - begin) / calls)
     return best
 
@@ -94,6 +117,7 @@ def best_per_call(op: Callable[[], object], rounds: int, calls: int = 5000) -> f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--cold", action="store_true", help="evict the caches before each call")
     args = parser.parse_args()
     with simulated("--standalone") as uri:
         client: Any = mongocore.MongoClient(uri, maxPoolSize=1)
@@ -121,11 +145,20 @@ def main() -> None:
                 ("find_one by _id", lambda: docs.find_one({"_id": 500})),
                 ("insert_one", lambda: inserts.insert_one({"x": 1})),
             ]
-            rows = [(label, best_per_call(op, args.rounds)) for label, op in operations]
+            # With --cold, the eviction's own cost (measured alone) is taken off.
+            evicting = best_per_call(lambda: None, args.rounds, cold=True) if args.cold else 0.0
+            rows = [
+                (label, best_per_call(op, args.rounds, cold=args.cold) - evicting)
+                for label, op in operations
+            ]
         finally:
             connection._sock = real
             client.close()
-    print(f"mongocore {mongocore.__version__}, best of {args.rounds} rounds, CPU µs per call")
+    caches = "caches evicted before each call" if args.cold else "in a tight loop"
+    print(
+        f"mongocore {mongocore.__version__}, best of {args.rounds} rounds, CPU µs per call,"
+        f" {caches}"
+    )
     for label, seconds in rows:
         print(f"{label:28s} {seconds * 1e6:6.1f} µs")
 
