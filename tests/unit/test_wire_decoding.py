@@ -9,6 +9,8 @@ and checksum, legacy OP_QUERY and OP_REPLY) and Wire Compression in Drivers
 from __future__ import annotations
 
 import struct
+import sys
+import types
 import uuid
 from collections import OrderedDict
 from typing import Any
@@ -419,6 +421,17 @@ def test_a_document_of_exactly_the_limit_fits_a_batch() -> None:
     assert split_batches([b"x" * 10, b"y" * 10], 0, limits) == [range(0, 2)]
     with pytest.raises(DocumentTooLarge, match="document at index 1 is 11 bytes"):
         split_batches([b"x" * 10, b"y" * 11], 0, limits)
+
+
+@pytest.mark.parametrize("gil", [True, False])
+def test_request_ids_with_and_without_the_interpreter_lock(
+    gil: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A free-threaded build (sys._is_gil_enabled() false) gets ids taken under a lock.
+    monkeypatch.setattr(sys, "_is_gil_enabled", lambda: gil, raising=False)
+    ids = request_id_generator(MAX_INT32 - 1)
+    assert isinstance(ids, types.FunctionType) is not gil  # a Python function: the lock
+    assert [ids(), ids(), ids()] == [MAX_INT32, 1, 2]
 
 
 def test_request_ids_may_start_at_the_largest_int32() -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 import itertools
 import struct
+import sys
+import threading
 from typing import Callable, NamedTuple, Union
 
 from mongocore.errors import ProtocolError
@@ -82,8 +84,10 @@ def request_id_generator(start: int = 0) -> Callable[[], int]:
 
     Zero and negative ids are never produced: ``responseTo`` 0 means "not a reply",
     and a positive id cannot be mistaken for it. The source is a chain of C iterators
-    (ranges, repeated): taking the next id runs no Python code, so it needs no lock
-    under the interpreter's lock, and costs one C call per message.
+    (ranges, repeated): taking the next id runs no Python code, so under the
+    interpreter's lock it needs no lock of its own and costs one C call per message.
+    Where that lock is disabled (a free-threaded build), the ids are taken under a
+    lock.
     """
     if not 0 <= start <= MAX_INT32:
         raise ValueError(f"start must be in [0, {MAX_INT32}], got {start}")
@@ -91,7 +95,16 @@ def request_id_generator(start: int = 0) -> Callable[[], int]:
     ids = itertools.chain(
         every_id[start:], itertools.chain.from_iterable(itertools.repeat(every_id))
     )
-    return ids.__next__
+    gil_enabled = getattr(sys, "_is_gil_enabled", None)  # Python 3.13 and later
+    if gil_enabled is None or gil_enabled():
+        return ids.__next__
+    lock = threading.Lock()
+
+    def next_id() -> int:
+        with lock:
+            return next(ids)
+
+    return next_id
 
 
 next_request_id = request_id_generator()
