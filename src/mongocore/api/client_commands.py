@@ -49,6 +49,7 @@ class ClientCommands:
 
     _codec_options: AnyCodecOptions
     _write_concern: WriteConcern
+    _closed: bool
 
     @property
     def _executor(self) -> Executor:
@@ -155,7 +156,8 @@ class ClientCommands:
         added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
         writeConcernError is returned as it is, after SDAM has looked at it.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()  # raises
         # One immutable instance for every command (selection caches per description).
         rp = read_preference if read_preference is not None else PRIMARY
         session_class, command_class, operation_class = _OPERATION_TYPES or _operation_types()

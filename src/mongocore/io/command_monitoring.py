@@ -16,13 +16,13 @@ events by :mod:`mongocore.io.command_log`.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 # The listener and event classes under pymongo's module name (``pymongo.monitoring``),
 # so that ``from mongocore import monitoring`` ports ``from pymongo import monitoring``.
+from mongocore.core.counters import atomic_next
 from mongocore.core.events import (
     CommandFailedEvent,
     CommandStartedEvent,
@@ -53,14 +53,8 @@ SENSITIVE_COMMANDS = frozenset(
 )
 _HELLO_NAMES = frozenset({"hello", "ismaster"})
 
-_operation_ids = itertools.count(1)
-_operation_ids_lock = threading.Lock()
-
-
-def next_operation_id() -> int:
-    """A new operationId: it links the attempts and batches of one operation."""
-    with _operation_ids_lock:
-        return next(_operation_ids)
+#: A new operationId: it links the attempts and batches of one operation.
+next_operation_id = atomic_next(itertools.count(1))
 
 
 def is_sensitive(command_name: str, command: Mapping[str, Any]) -> bool:

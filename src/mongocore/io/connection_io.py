@@ -200,9 +200,12 @@ class ConnectionIO:
         sent = data is None
         try:
             sock = self._sock
+            # No deadline to check between chunks or before a read: the socket's own
+            # blocking calls, without the helpers that arm its timeout.
+            blocking = limit is None and sock.gettimeout() is None
             if data is not None:
-                if limit is None and sock.gettimeout() is None:
-                    sock.sendall(data)  # no deadline to check between chunks
+                if blocking:
+                    sock.sendall(data)
                 else:
                     send_all(sock, data, limit)
                 sent = True
@@ -212,7 +215,11 @@ class ConnectionIO:
             received = self._received
             self._received = b""
             while len(received) < HEADER_SIZE:
-                more = recv_some(sock, self._read_ahead, limit)
+                more = (
+                    sock.recv(self._read_ahead)
+                    if blocking
+                    else recv_some(sock, self._read_ahead, limit)
+                )
                 if not more:
                     raise NetworkError(self._closed_early(len(received), HEADER_SIZE))
                 received = received + more if received else more

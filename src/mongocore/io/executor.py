@@ -462,7 +462,8 @@ class Executor:
         cluster_time = reply.get("$clusterTime")
         if cluster_time is not None:
             self._clock.advance(cluster_time)
-        session._process_reply(reply)
+        if not session._implicit:
+            session._process_reply(reply)
         if transaction is not None:
             transaction.reply(reply)
         # A dict lookup first: most replies have no writeConcernError.
@@ -596,7 +597,11 @@ class Executor:
         cluster_time = reply.get("$clusterTime")
         if cluster_time is not None:
             self._clock.advance(cluster_time)
-        session._process_reply(reply)
+        # An implicit session is never causally consistent, never a snapshot, never
+        # seen by the application: its own cluster time could only repeat the
+        # client's, advanced just above.
+        if not session._implicit:
+            session._process_reply(reply)
 
     @staticmethod
     def _log_retry(op: Operation, error: BaseException) -> None:

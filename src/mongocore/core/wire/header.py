@@ -10,10 +10,9 @@ from __future__ import annotations
 import enum
 import itertools
 import struct
-import sys
-import threading
 from typing import Callable, NamedTuple, Union
 
+from mongocore.core.counters import atomic_next
 from mongocore.errors import ProtocolError
 
 __all__ = [
@@ -84,27 +83,14 @@ def request_id_generator(start: int = 0) -> Callable[[], int]:
 
     Zero and negative ids are never produced: ``responseTo`` 0 means "not a reply",
     and a positive id cannot be mistaken for it. The source is a chain of C iterators
-    (ranges, repeated): taking the next id runs no Python code, so under the
-    interpreter's lock it needs no lock of its own and costs one C call per message.
-    Where that lock is disabled (a free-threaded build), the ids are taken under a
-    lock.
+    (ranges, repeated), taken without a Python call (:func:`atomic_next`).
     """
     if not 0 <= start <= MAX_INT32:
         raise ValueError(f"start must be in [0, {MAX_INT32}], got {start}")
     every_id = range(1, MAX_INT32 + 1)
-    ids = itertools.chain(
-        every_id[start:], itertools.chain.from_iterable(itertools.repeat(every_id))
+    return atomic_next(
+        itertools.chain(every_id[start:], itertools.chain.from_iterable(itertools.repeat(every_id)))
     )
-    gil_enabled = getattr(sys, "_is_gil_enabled", None)  # Python 3.13 and later
-    if gil_enabled is None or gil_enabled():
-        return ids.__next__
-    lock = threading.Lock()
-
-    def next_id() -> int:
-        with lock:
-            return next(ids)
-
-    return next_id
 
 
 next_request_id = request_id_generator()
