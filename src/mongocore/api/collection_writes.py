@@ -109,11 +109,7 @@ class CollectionWrites(CollectionBase):
         statement = _with_id(document)
         owned = session is None
         write_concern = self._write_concern
-        use = (
-            ClientSession(self._client, implicit=True)  # what _write_session makes then
-            if owned
-            else self._write_session(session, write_concern)
-        )
+        use = self._write_session(session, write_concern)
         try:
             encoded = self._encode(statement)
             body: Document = {"insert": self._name, "ordered": True}

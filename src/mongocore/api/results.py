@@ -42,7 +42,7 @@ class InsertOneResult(_Result):
     __slots__ = ("_inserted_id",)
 
     def __init__(self, inserted_id: Any, acknowledged: bool) -> None:
-        self._acknowledged = acknowledged  # _Result.__init__, inline: one per insert_one
+        super().__init__(acknowledged)
         self._inserted_id = inserted_id
 
     @property

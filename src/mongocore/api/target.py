@@ -92,9 +92,7 @@ class _Target:
         options = self._decoding
         if options is not None:
             op.build = _encoding_with(op.build, options)
-        client = self._client
-        executor = client._executor_instance  # the property, without its call once built
-        return (client._executor if executor is None else executor).run(op)
+        return self._client._executor.run(op)
 
     def _read(
         self,

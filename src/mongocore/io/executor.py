@@ -458,12 +458,7 @@ class Executor:
                 timeout=timeout,
                 deadline=deadline,
             )
-        # _gossip, inline
-        cluster_time = reply.get("$clusterTime")
-        if cluster_time is not None:
-            self._clock.advance(cluster_time)
-        if not session._implicit:
-            session._process_reply(reply)
+        self._gossip(session, reply)
         if transaction is not None:
             transaction.reply(reply)
         # A dict lookup first: most replies have no writeConcernError.
