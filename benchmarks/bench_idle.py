@@ -30,6 +30,7 @@ from typing import Any, Callable
 import pymongo
 
 import mongocore
+from ratio_table import print_ratio_table
 from simulated import simulated
 
 CLIENTS = 20
@@ -105,17 +106,7 @@ def main() -> None:
         ("idle CPU, ms per second", cpu["mongocore"] * 1e3, cpu["pymongo"] * 1e3),
         ("memory per client, KiB", memory["mongocore"] / 1024, memory["pymongo"] / 1024),
     ]
-    if args.markdown:
-        print("| measure | mongocore | pymongo | ratio |")
-        print("| --- | ---: | ---: | ---: |")
-    for label, mine, other in rows:
-        if args.markdown:
-            print(f"| {label} | {mine:.1f} | {other:.1f} | {mine / other:.2f} |")
-        else:
-            print(
-                f"{label:26s} mongocore {mine:8.1f}   pymongo {other:8.1f}"
-                f"   ratio {mine / other:.2f}"
-            )
+    print_ratio_table(rows, heading="measure", markdown=args.markdown)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import tempfile
 
 import pymongo
 
+from ratio_table import print_ratio_table
+
 TIMED = """
 import time
 start = time.perf_counter()
@@ -81,17 +83,8 @@ def main() -> None:
         f"python {platform.python_version()}, pymongo {pymongo.version}, "
         f"best of {args.repeat} fresh interpreters"
     )
-    if args.markdown:
-        print("| work | mongocore ms | pymongo ms | ratio |")
-        print("| --- | ---: | ---: | ---: |")
-    for label, mine, other in rows:
-        if args.markdown:
-            print(f"| {label} | {mine * 1e3:.1f} | {other * 1e3:.1f} | {mine / other:.2f} |")
-        else:
-            print(
-                f"{label:40s} mongocore {mine * 1e3:7.1f} ms   pymongo {other * 1e3:7.1f} ms   "
-                f"ratio {mine / other:.2f}"
-            )
+    in_ms = [(label, mine * 1e3, other * 1e3) for label, mine, other in rows]
+    print_ratio_table(in_ms, heading="work", unit="ms", markdown=args.markdown)
 
 
 if __name__ == "__main__":
