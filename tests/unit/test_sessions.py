@@ -12,6 +12,11 @@ from typing import Any
 
 from bson import Binary, Int64, Timestamp
 
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.settings import TopologySettings
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.errors import NetworkError, OperationFailure
 from mongocore.io.command_monitoring import is_sensitive, next_operation_id, redacted_failure
 from mongocore.io.sessions import (
@@ -20,6 +25,7 @@ from mongocore.io.sessions import (
     ServerSessionPool,
     cluster_time_greater,
     newer_cluster_time,
+    session_timeout_minutes,
 )
 
 
@@ -80,6 +86,26 @@ def test_sessions_with_less_than_a_minute_left_are_not_used() -> None:
     pool.release(session, 30)
     clock.now += 29 * 60 + 1  # 59 s left: discarded on acquire
     assert pool.acquire(30) is not session
+
+
+def test_a_session_returning_about_to_expire_is_not_pooled() -> None:
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    session = pool.acquire(30)
+    clock.now += 29 * 60 + 1  # 59 s left when it comes back
+    pool.release(session, 30)
+    assert len(pool) == 0
+
+
+def test_with_no_known_timeout_nothing_expires() -> None:
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    session = pool.acquire(None)
+    clock.now += 24 * 3600
+    pool.release(session, None)
+    assert len(pool) == 1
+    clock.now += 24 * 3600
+    assert pool.acquire(None) is session
 
 
 def test_release_drops_expiring_sessions_from_the_back_first() -> None:
@@ -184,3 +210,18 @@ def test_a_redacted_server_failure_keeps_only_code_name_and_labels() -> None:
 def test_operation_ids_are_unique() -> None:
     ids = {next_operation_id() for _ in range(100)}
     assert len(ids) == 100
+
+
+def test_the_pool_timeout_is_the_topologys_and_unknown_in_load_balanced_mode() -> None:
+    address = Address("a", 27017)
+    settings = TopologySettings(seeds=(address,))
+    for server_type, topology_type, expected in [
+        (ServerType.STANDALONE, TopologyType.SINGLE, 30),
+        # "If the driver is in load balancer mode, use this ServerSession": whatever
+        # a description says, nothing is known to expire.
+        (ServerType.LOAD_BALANCER, TopologyType.LOAD_BALANCED, None),
+    ]:
+        sd = ServerDescription(address, server_type, logical_session_timeout_minutes=30)
+        td = TopologyDescription(topology_type, {address: sd}, settings)
+        assert td.logical_session_timeout_minutes == 30
+        assert session_timeout_minutes(td) == expected, server_type

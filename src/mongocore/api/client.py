@@ -28,7 +28,6 @@ from mongocore.api.watch import ClientWatch
 from mongocore.core import codec, deferred_dataclass
 from mongocore.core.address import Address
 from mongocore.core.description.topology import TopologyDescription
-from mongocore.core.description.types import TopologyType
 from mongocore.core.events import EventPublisher, Listener
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.options import ClientOptions
@@ -55,7 +54,7 @@ from mongocore.io.monitor import Monitor
 from mongocore.io.monitor_settings import MonitorSettings
 from mongocore.io.pool import Pool
 from mongocore.io.pool_options import PoolOptions
-from mongocore.io.sessions import ClusterClock, ServerSession, ServerSessionPool
+from mongocore.io.sessions import ClusterClock, ServerSessionPool
 from mongocore.io.topology import Server, Topology
 from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import expand_read_preference_keyword
@@ -386,18 +385,6 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
             default_transaction_options=default_transaction_options,
         )
         return ClientSession(self, options)
-
-    def _acquire_server_session(self) -> ServerSession:
-        return self._session_pool.acquire(self._session_timeout_minutes())
-
-    def _release_server_session(self, server_session: ServerSession) -> None:
-        self._session_pool.release(server_session, self._session_timeout_minutes())
-
-    def _session_timeout_minutes(self) -> Optional[int]:
-        description = self._topology._description  # the property, without its call
-        if description.type is TopologyType.LOAD_BALANCED:
-            return None  # "If the driver is in load balancer mode, use this ServerSession."
-        return description.logical_session_timeout_minutes
 
     def _check_open(self) -> None:
         if self._closed:

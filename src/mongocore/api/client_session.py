@@ -29,7 +29,7 @@ from mongocore.api.transaction_options import TransactionOptions
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError, InvalidOperation
 from mongocore.io.pinning import TRANSACTION, PinnedConnection
-from mongocore.io.sessions import ServerSession, cluster_time_greater
+from mongocore.io.sessions import ServerSession, cluster_time_greater, session_timeout_minutes
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -89,6 +89,9 @@ class ClientSession(TransactionMixin):
         implicit: bool = False,
     ) -> None:
         self._client = client
+        # Read once: every attribute read on a Client goes through its __getattr__ hook.
+        self._session_pool = client._session_pool
+        self._topology = client._topology
         if options is None:
             # Sessions without options (every implicit one) share one frozen instance.
             options = _DEFAULT_OPTIONS[0] if _DEFAULT_OPTIONS else _default_options()
@@ -177,7 +180,8 @@ class ClientSession(TransactionMixin):
         self._ended = True
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
-            self._client._release_server_session(server_session)
+            timeout = session_timeout_minutes(self._topology._description)
+            self._session_pool.release(server_session, timeout)
 
     def __enter__(self) -> ClientSession:
         return self
@@ -209,7 +213,8 @@ class ClientSession(TransactionMixin):
         if self._ended:
             raise InvalidOperation("cannot use a session that has ended")
         if self._server_session is None:
-            self._server_session = self._client._acquire_server_session()
+            timeout = session_timeout_minutes(self._topology._description)
+            self._server_session = self._session_pool.acquire(timeout)
         return self._server_session
 
     def _use_lsid(self) -> dict[str, Any]:

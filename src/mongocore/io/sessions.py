@@ -15,12 +15,21 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from bson import Binary, Int64, Timestamp
 
+from mongocore.core.description.types import TopologyType
+
+if TYPE_CHECKING:
+    from mongocore.core.description.topology import TopologyDescription
+
 #: "about to expire": less than one minute left before the server forgets it.
 EXPIRY_MARGIN = 60.0
+
+# A module constant: on Python 3.11 an enum member read from its class costs several
+# times a global's lookup, and this one is read on every acquire and release.
+_LOAD_BALANCED = TopologyType.LOAD_BALANCED
 
 
 class ServerSession:
@@ -58,8 +67,7 @@ class ServerSession:
         """
         if timeout_minutes is None:
             return False
-        idle = now - self.last_use
-        return idle > timeout_minutes * 60.0 - EXPIRY_MARGIN
+        return self.last_use < stale_before(timeout_minutes, now)
 
     def __repr__(self) -> str:
         value = self.session_id["id"]
@@ -88,26 +96,27 @@ class ServerSessionPool:
         with self._lock:
             sessions = self._sessions
             if sessions:
-                now = self._clock()
+                if timeout_minutes is None:  # nothing is known to expire
+                    return sessions.popleft()
+                # One cutoff for the whole call, compared with each session's last use.
+                cutoff = stale_before(timeout_minutes, self._clock())
                 while sessions:
                     session = sessions.popleft()
-                    if not session.timed_out(timeout_minutes, now):
+                    if session.last_use >= cutoff:
                         return session
             generation = self._generation
         return ServerSession(generation, self._clock)
 
     def release(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
-        now = self._clock()
+        cutoff = None if timeout_minutes is None else stale_before(timeout_minutes, self._clock())
         with self._lock:
             sessions = self._sessions
-            if timeout_minutes is not None:  # else nothing is known to expire
-                while sessions and sessions[-1].timed_out(timeout_minutes, now):
+            if cutoff is not None:  # else nothing is known to expire
+                while sessions and sessions[-1].last_use < cutoff:
                     sessions.pop()
             if session.generation != self._generation:
                 return  # checked out before a reset: never returns to the new pool
-            if session.dirty or (
-                timeout_minutes is not None and session.timed_out(timeout_minutes, now)
-            ):
+            if session.dirty or (cutoff is not None and session.last_use < cutoff):
                 return
             sessions.appendleft(session)
 
@@ -125,6 +134,21 @@ class ServerSessionPool:
         Sessions checked out now are not taken back when they are released.
         """
         self.drain()
+
+
+def stale_before(timeout_minutes: int, now: float) -> float:
+    """Server sessions last used before this time are about to expire: they have less
+    than a minute left before the server considers them stale."""
+    return now - (timeout_minutes * 60.0 - EXPIRY_MARGIN)
+
+
+def session_timeout_minutes(description: TopologyDescription) -> Optional[int]:
+    """The timeout the pool applies to server sessions: the topology's
+    logicalSessionTimeoutMinutes, unknown (None) in load-balanced mode, where "the
+    driver ... use[s] this ServerSession" whatever its age."""
+    if description.type is _LOAD_BALANCED:
+        return None
+    return description.logical_session_timeout_minutes
 
 
 def cluster_time_greater(a: Optional[Mapping[str, Any]], b: Optional[Mapping[str, Any]]) -> bool:
