@@ -90,6 +90,11 @@ RETRYABLE_READ_COMMANDS = frozenset(
 )
 _WRITE_STAGES = ("$out", "$merge")
 
+# Enum members compared on every retryable write, bound once: on Python 3.11 reading a
+# member from its class goes through EnumType.__getattr__ (several times the cost
+# of a global; gone from 3.12).
+_STANDALONE = ServerType.STANDALONE
+
 
 # --- pure: errors ------------------------------------------------------------------------
 
@@ -227,7 +232,7 @@ def supports_retryable_writes(
     return (
         max_wire_version >= RETRYABLE_WIRE_VERSION
         and logical_session_timeout_minutes is not None
-        and server_type is not ServerType.STANDALONE
+        and server_type is not _STANDALONE
     )
 
 

@@ -84,6 +84,13 @@ if TYPE_CHECKING:
 
 _log = get_logger("mongocore.retry")
 
+# Enum members compared on every operation, bound once: on Python 3.11 reading a
+# member from its class goes through EnumType.__getattr__ (several times the cost
+# of a global; gone from 3.12).
+_NONE, _READ, _WRITE = RetryKind.NONE, RetryKind.READ, RetryKind.WRITE
+_MONGOS, _LOAD_BALANCER = ServerType.MONGOS, ServerType.LOAD_BALANCER
+_SHARDED = TopologyType.SHARDED
+
 
 #: Commands that take a readConcern (what the read operations send).
 _READ_CONCERN_COMMANDS = frozenset({"find", "aggregate", "distinct", "count"})
@@ -112,11 +119,11 @@ def _policy_for(
 ) -> RetryPolicy:
     session = operation.session
     in_transaction = session._transaction is not None and session.in_transaction
-    if in_transaction and operation.retry is RetryKind.WRITE and operation.name in END_COMMANDS:
+    if in_transaction and operation.retry is _WRITE and operation.name in END_COMMANDS:
         return TransactionEndPolicy()  # commit and abort: their own single retry
-    if operation.address is not None or operation.retry is RetryKind.NONE:
+    if operation.address is not None or operation.retry is _NONE:
         return _SINGLE_ATTEMPT
-    if operation.retry is RetryKind.READ:
+    if operation.retry is _READ:
         return ReadPolicy(
             retry_reads,
             in_transaction,
@@ -161,7 +168,7 @@ class Executor:
         the write may have been applied (:mod:`mongocore.core.write_outcome`).
         """
         reports_write = (
-            op.retry is RetryKind.WRITE
+            op.retry is _WRITE
             and not (op.session._transaction is not None and op.session.in_transaction)
             and op.name not in END_COMMANDS
         )
@@ -216,7 +223,7 @@ class Executor:
                 if transaction is not None:
                     self._label(op, selection_error, 0, False)
                 raise policy.selection_failed(selection_error)
-            if transaction is not None and sd.type is ServerType.MONGOS:
+            if transaction is not None and sd.type is _MONGOS:
                 transaction.pin(server.address)  # "Mongos Pinning"
             # A single attempt needs no support checks (its policy accepts any server).
             checks = type(policy) is not SingleAttemptPolicy
@@ -239,7 +246,7 @@ class Executor:
             if failure is not None:
                 # The pool has already handed an establishment error to SDAM (its
                 # on_establish_error), before publishing the connection's close.
-                self._label(op, failure, sd.max_wire_version, sd.type is ServerType.MONGOS)
+                self._label(op, failure, sd.max_wire_version, sd.type is _MONGOS)
                 op.attempts += 1
                 outcome = policy.checkout_failed(failure)
             else:
@@ -272,7 +279,7 @@ class Executor:
                             deadline=deadline,
                             transaction=transaction,
                         )
-                        if sd.type is ServerType.LOAD_BALANCER:
+                        if sd.type is _LOAD_BALANCER:
                             pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
                         # CommandOutcome(...) without its generated __new__ (a Python call).
                         return _new_tuple(
@@ -471,7 +478,7 @@ class Executor:
                     if error.has_error_label(RETRYABLE_WRITE_ERROR):
                         raise error  # commit and abort send it again once
             elif txn_number is not None:
-                self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
+                self._label(op, error, connection.max_wire_version, sd.type is _MONGOS)
                 if is_retryable_write_error(error):
                     # Retry it like any retryable error; if retrying is not possible the
                     # caller sees this error rather than a reply.
@@ -494,7 +501,7 @@ class Executor:
             op.session._mark_dirty()
         if isinstance(error, (NetworkError, ProtocolError, OperationFailure)):
             self._topology.handle_connection_error(connection, error)
-        self._label(op, error, connection.max_wire_version, sd.type is ServerType.MONGOS)
+        self._label(op, error, connection.max_wire_version, sd.type is _MONGOS)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -525,7 +532,7 @@ class Executor:
                 )
             return server, sd
         deprioritized: tuple[Address, ...] = ()
-        if failed_at is not None and topology.description.type is TopologyType.SHARDED:
+        if failed_at is not None and topology.description.type is _SHARDED:
             deprioritized = (failed_at,)
         # The operation's name and id appear in the selection's log messages.
         return topology.select_server(
@@ -537,7 +544,7 @@ class Executor:
         )
 
     def _description_supports(self, op: Operation, sd: ServerDescription) -> Optional[bool]:
-        if op.retry is RetryKind.WRITE and sd.type is not ServerType.LOAD_BALANCER:
+        if op.retry is _WRITE and sd.type is not _LOAD_BALANCER:
             return supports_retryable_writes(
                 sd.type, sd.max_wire_version, sd.logical_session_timeout_minutes
             )
@@ -552,12 +559,12 @@ class Executor:
     ) -> bool:
         """Whether this attempt's connection supports retrying; ``described``: what
         :meth:`_description_supports` said of the same description, if it was asked."""
-        if op.retry is RetryKind.READ:
+        if op.retry is _READ:
             return supports_retryable_reads(connection.max_wire_version)
-        if op.retry is RetryKind.WRITE:
+        if op.retry is _WRITE:
             if not connection.supports_sessions:
                 return False
-            if sd.type is ServerType.LOAD_BALANCER:
+            if sd.type is _LOAD_BALANCER:
                 return connection.max_wire_version >= RETRYABLE_WIRE_VERSION
             if described is not None:
                 return described

@@ -41,6 +41,11 @@ from mongocore.io.pool_base import (
 
 __all__ = ["PoolCheckOut"]
 
+# Enum members compared on every check-out and check-in, bound once: on Python 3.11 reading a
+# member from its class goes through EnumType.__getattr__ (several times the cost
+# of a global; gone from 3.12).
+_READY, _CLOSED = PoolState.READY, PoolState.CLOSED
+
 
 class PoolCheckOut(PoolBase[C]):
     """checkOut and checkIn, mixed into :class:`~mongocore.io.pool.Pool`."""
@@ -64,7 +69,7 @@ class PoolCheckOut(PoolBase[C]):
                 available = self._available
                 if (
                     available
-                    and self._state is PoolState.READY
+                    and self._state is _READY
                     and not self._waiters
                     and not self._load_balanced
                 ):
@@ -337,7 +342,7 @@ class PoolCheckOut(PoolBase[C]):
                 already_closed = conn_id in self._closed_by_clear
                 if already_closed:
                     self._closed_by_clear.discard(conn_id)
-                if self._state is PoolState.CLOSED:
+                if self._state is _CLOSED:
                     reason: Optional[str] = ConnectionClosedReason.POOL_CLOSED
                 elif already_closed:
                     # An interrupting clear closed it while in use: reported closed now.

@@ -248,6 +248,12 @@ class ReadPreferenceForServer(NamedTuple):
 _NOTHING = ReadPreferenceForServer(None, False)
 _SECONDARY_OK_ONLY = ReadPreferenceForServer(None, True)
 
+# Enum members compared on every operation, bound once: on Python 3.11 reading a
+# member from its class goes through EnumType.__getattr__ (several times the cost
+# of a global; gone from 3.12).
+_MONGOS, _LOAD_BALANCER = ServerType.MONGOS, ServerType.LOAD_BALANCER
+_STANDALONE, _SINGLE, _PRIMARY = ServerType.STANDALONE, TopologyType.SINGLE, Mode.PRIMARY
+
 
 def read_preference_for_server(
     read_preference: Optional[ReadPreference],
@@ -267,13 +273,13 @@ def read_preference_for_server(
     ``read_preference`` None means the default, primary.
     """
     rp = PRIMARY if read_preference is None else read_preference
-    if server_type is ServerType.MONGOS or server_type is ServerType.LOAD_BALANCER:
+    if server_type is _MONGOS or server_type is _LOAD_BALANCER:
         return rp.for_mongos()
-    if server_type is ServerType.STANDALONE:
+    if server_type is _STANDALONE:
         return _NOTHING
-    if topology_type is TopologyType.SINGLE:
+    if topology_type is _SINGLE:
         return _SECONDARY_OK_ONLY
-    return _SECONDARY_OK_ONLY if rp.mode is not Mode.PRIMARY else _NOTHING
+    return _SECONDARY_OK_ONLY if rp.mode is not _PRIMARY else _NOTHING
 
 
 # --- validation ----------------------------------------------------------------
