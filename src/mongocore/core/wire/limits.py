@@ -154,18 +154,19 @@ def check_sequence_sizes(sizes: Sequence[int], limits: SizeLimits, identifier: s
     bytes has more than maxWriteBatchSize of them, or one larger than maxBsonObjectSize
     (named by its index).
 
-    One call for the whole sequence, each document a comparison: what names the
-    sequence or a document is written only for the one that fails.
+    One call for the whole sequence, its largest size found by ``max()``: what names
+    the sequence or a document is written only when one fails.
     """
     count = len(sizes)
     if count > limits.max_write_batch_size:
         what = f"document sequence {identifier!r}"
         raise _batch_too_large(what, count, limits.max_write_batch_size)
     max_size = limits.max_bson_object_size
-    for index, size in enumerate(sizes):
-        if size > max_size:
-            what = f"document at index {index} of sequence {identifier!r}"
-            raise _document_too_large(what, size, max_size)
+    if sizes and max(sizes) > max_size:  # one C call for the whole sequence
+        # Only now, for the message: the first document over the limit.
+        index = next(i for i, size in enumerate(sizes) if size > max_size)
+        what = f"document at index {index} of sequence {identifier!r}"
+        raise _document_too_large(what, sizes[index], max_size)
 
 
 def op_msg_overhead(body_size: int, identifier: str, checksum: bool = False) -> int:

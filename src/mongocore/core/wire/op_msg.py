@@ -170,7 +170,12 @@ def encode_op_msg(
     length = HEADER_SIZE + 5 + body_size
     for identifier, documents in (sequences or {}).items():
         ident = _encode_identifier(identifier, body)
-        encoded = [encode_document(document, codec_options) for document in documents]
+        # Encoded documents, what the write helpers send, pass through without a call
+        # each (encode_document would return them as they are).
+        encoded = [
+            document if type(document) is bytes else encode_document(document, codec_options)
+            for document in documents
+        ]
         sizes = list(map(len, encoded))
         if limits is not None:
             check_sequence_sizes(sizes, limits, identifier)
