@@ -90,9 +90,8 @@ RETRYABLE_READ_COMMANDS = frozenset(
 )
 _WRITE_STAGES = ("$out", "$merge")
 
-# Enum members compared on every retryable write, bound once: on Python 3.11 reading a
-# member from its class goes through EnumType.__getattr__ (several times the cost
-# of a global; gone from 3.12).
+# Enum members compared on every retryable write, bound once: on Python 3.11 an enum
+# member read from its class is several times slower (EnumType.__getattr__).
 _STANDALONE = ServerType.STANDALONE
 
 

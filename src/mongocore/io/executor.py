@@ -84,9 +84,8 @@ if TYPE_CHECKING:
 
 _log = get_logger("mongocore.retry")
 
-# Enum members compared on every operation, bound once: on Python 3.11 reading a
-# member from its class goes through EnumType.__getattr__ (several times the cost
-# of a global; gone from 3.12).
+# Enum members compared on every operation, bound once: on Python 3.11 an enum
+# member read from its class is several times slower (EnumType.__getattr__).
 _NONE, _READ, _WRITE = RetryKind.NONE, RetryKind.READ, RetryKind.WRITE
 _MONGOS, _LOAD_BALANCER = ServerType.MONGOS, ServerType.LOAD_BALANCER
 _SHARDED = TopologyType.SHARDED

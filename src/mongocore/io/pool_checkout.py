@@ -41,9 +41,8 @@ from mongocore.io.pool_base import (
 
 __all__ = ["PoolCheckOut"]
 
-# Enum members compared on every check-out and check-in, bound once: on Python 3.11 reading a
-# member from its class goes through EnumType.__getattr__ (several times the cost
-# of a global; gone from 3.12).
+# Enum members compared on every check-out and check-in, bound once: on Python 3.11
+# an enum member read from its class is several times slower (EnumType.__getattr__).
 _READY, _CLOSED = PoolState.READY, PoolState.CLOSED
 
 

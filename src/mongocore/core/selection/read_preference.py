@@ -248,9 +248,8 @@ class ReadPreferenceForServer(NamedTuple):
 _NOTHING = ReadPreferenceForServer(None, False)
 _SECONDARY_OK_ONLY = ReadPreferenceForServer(None, True)
 
-# Enum members compared on every operation, bound once: on Python 3.11 reading a
-# member from its class goes through EnumType.__getattr__ (several times the cost
-# of a global; gone from 3.12).
+# Enum members compared on every operation, bound once: on Python 3.11 an enum
+# member read from its class is several times slower (EnumType.__getattr__).
 _MONGOS, _LOAD_BALANCER = ServerType.MONGOS, ServerType.LOAD_BALANCER
 _STANDALONE, _SINGLE, _PRIMARY = ServerType.STANDALONE, TopologyType.SINGLE, Mode.PRIMARY
 
