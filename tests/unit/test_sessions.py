@@ -26,6 +26,7 @@ from mongocore.io.sessions import (
     cluster_time_greater,
     newer_cluster_time,
     session_timeout_minutes,
+    stale_before,
 )
 
 
@@ -125,13 +126,20 @@ def test_release_drops_expiring_sessions_from_the_back_first() -> None:
     assert pool.acquire(30) not in (back, front, returning)
 
 
-def test_expiry_uses_the_timeout_in_force_and_none_means_unknown() -> None:
+def test_expiry_uses_the_timeout_in_force() -> None:
+    # Ten minutes after its last use a session has no time left of a 10-minute timeout
+    # and 20 minutes of a 30-minute one: one minute less than that counts as expired.
     clock = Clock()
-    session = ServerSession(clock=clock)
+    pool = ServerSessionPool(clock)
+    session = pool.acquire(30)
+    pool.release(session, 30)
     clock.now += 10 * 60
-    assert session.timed_out(10, clock.now)
-    assert not session.timed_out(30, clock.now)
-    assert not session.timed_out(None, clock.now)
+    assert pool.acquire(30) is session
+    pool.release(session, 30)
+    assert pool.acquire(10) is not session
+    now = 5000.0
+    assert stale_before(30, now) == now - 29 * 60
+    assert stale_before(10, now) == now - 9 * 60
 
 
 def test_drain_returns_the_pooled_ids_and_sessions_in_use_never_come_back() -> None:

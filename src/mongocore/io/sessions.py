@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 #: "about to expire": less than one minute left before the server forgets it.
 EXPIRY_MARGIN = 60.0
 
-# A module constant: on Python 3.11 an enum member read from its class costs several
-# times a global's lookup, and this one is read on every acquire and release.
+# An enum member compared on every acquire and release, bound once: on Python 3.11
+# an enum member read from its class is several times slower (EnumType.__getattr__).
 _LOAD_BALANCED = TopologyType.LOAD_BALANCED
 
 
@@ -58,16 +58,6 @@ class ServerSession:
         """A transaction number larger than any used before on this session."""
         self.txn_number += 1
         return Int64(self.txn_number)
-
-    def timed_out(self, timeout_minutes: Optional[int], now: float) -> bool:
-        """True if it has less than a minute left before the server considers it stale.
-
-        With no known timeout (no data-bearing server seen yet, or a load balancer)
-        nothing is known to expire.
-        """
-        if timeout_minutes is None:
-            return False
-        return self.last_use < stale_before(timeout_minutes, now)
 
     def __repr__(self) -> str:
         value = self.session_id["id"]
