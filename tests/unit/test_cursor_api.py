@@ -8,6 +8,7 @@ Spec: CRUD (find options, results), find/getMore/killCursors.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Optional, cast
 
 import bson
@@ -16,7 +17,11 @@ from bson import Int64
 
 from mongocore.api.bulk import _Batch, _BulkWrite
 from mongocore.api.collection import Collection
-from mongocore.api.command_cursor import CommandCursor, _command_namespace
+from mongocore.api.command_cursor import (
+    CommandCursor,
+    _command_namespace,
+    _write_stage_read_preference,
+)
 from mongocore.api.cursor import Cursor
 from mongocore.api.cursor_options import index_spec, slice_bounds
 from mongocore.api.operations import UpdateOne
@@ -28,6 +33,9 @@ from mongocore.api.results import (
     UpdateResult,
 )
 from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+from mongocore.core.description.types import ServerType
+from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
 from mongocore.errors import InvalidOperation
 from mongocore.io.operation import CommandOutcome, Operation
 
@@ -369,3 +377,33 @@ def test_an_upsert_reply_without_index_is_placed_by_its_order() -> None:
     double_index = {"n": 1, "nModified": 0, "upserted": [{"index": 2.0, "_id": "c"}], "ok": 1}
     bulk._merge(group, range(3), double_index)
     assert bulk.result["upserted"][-1] == {"index": 2, "_id": "c"}
+
+
+def _scope_with(*types_and_versions: tuple[ServerType, int]) -> Any:
+    servers = {
+        Address(f"m{i}", 27017): ServerDescription(
+            Address(f"m{i}", 27017), server_type, max_wire_version=version
+        )
+        for i, (server_type, version) in enumerate(types_and_versions)
+    }
+    description = SimpleNamespace(servers=servers)
+    client = SimpleNamespace(topology=SimpleNamespace(description=description))
+    return SimpleNamespace(read_preference=PRIMARY, _client=client)
+
+
+def test_an_aggregate_writing_keeps_its_read_preference_while_a_member_is_unchecked() -> None:
+    """A PossiblePrimary (named by a secondary's hello, not checked yet) and an Unknown
+    member carry no wire version: they must not send $out to the primary while every
+    checked member is 5.0 or newer. (Counting the PossiblePrimary's 0 did, for as long
+    as discovery took: the CRUD suite's "$out includes read preference" test failed
+    when it ran then.)"""
+    preference = ReadPreference(Mode.SECONDARY_PREFERRED)
+    unchecked = _scope_with(
+        (ServerType.RS_SECONDARY, 21),
+        (ServerType.POSSIBLE_PRIMARY, 0),
+        (ServerType.UNKNOWN, 0),
+    )
+    assert _write_stage_read_preference(unchecked, preference) is preference
+    old = _scope_with((ServerType.RS_SECONDARY, 21), (ServerType.RS_PRIMARY, 12))
+    assert _write_stage_read_preference(old, preference) is None
+    assert _write_stage_read_preference(unchecked, ReadPreference(Mode.PRIMARY)) is None

@@ -12,7 +12,7 @@ from mongocore.api.types import Document
 from mongocore.core import codec
 from mongocore.core.address import Address
 from mongocore.core.codec import AnyCodecOptions
-from mongocore.core.description.types import ServerType
+from mongocore.core.description.types import NO_WIRE_VERSIONS
 from mongocore.core.retry_policy import RetryKind
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
@@ -101,8 +101,8 @@ def _write_stage_read_preference(
     known = [
         server
         for server in scope._client.topology.description.servers.values()
-        # A load balancer's description carries no wire version (nothing monitors it).
-        if server.type not in (ServerType.UNKNOWN, ServerType.LOAD_BALANCER)
+        # Unknown, PossiblePrimary and load balancer descriptions carry no wire version.
+        if server.type not in NO_WIRE_VERSIONS
     ]
     # Nothing known yet counts as new enough (as pymongo does): an older server found
     # later refuses the command rather than the driver guessing.

@@ -28,7 +28,12 @@ from mongocore.core.description.topology_updates import (
     _Update,
 )
 from mongocore.core.description.topology_version import compare_topology_version
-from mongocore.core.description.types import DATA_BEARING, ServerType, TopologyType
+from mongocore.core.description.types import (
+    DATA_BEARING,
+    NO_WIRE_VERSIONS,
+    ServerType,
+    TopologyType,
+)
 from mongocore.core.lazy_logger import get_logger
 
 _log = get_logger("mongocore.topology")
@@ -40,8 +45,6 @@ CLIENT_MAX_WIRE_VERSION = 28
 _MONGODB_VERSION_OF_WIRE = {6: "3.6", 7: "4.0", 8: "4.2", 9: "4.4", 13: "5.0", 17: "6.0"}
 _T = TopologyType
 _S = ServerType
-# Not checked by a monitor, so without wire versions of their own.
-_NO_WIRE_VERSIONS = frozenset({_S.UNKNOWN, _S.POSSIBLE_PRIMARY, _S.LOAD_BALANCER})
 _UNSET: Any = object()
 
 
@@ -109,7 +112,7 @@ class TopologyDescription:
             for sd in self._servers.values():
                 # A load balancer's wire versions come from each connection's handshake.
                 # PossiblePrimary is never checked: like Unknown, it has no wire versions.
-                if sd.type in _NO_WIRE_VERSIONS:
+                if sd.type in NO_WIRE_VERSIONS:
                     continue
                 if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
                     error = (

@@ -44,6 +44,13 @@ DATA_BEARING: frozenset[ServerType] = frozenset(
     }
 )
 
+#: Types whose descriptions carry no wire versions: nothing has checked them yet
+#: (Unknown, and PossiblePrimary, named by another member's hello), or nothing
+#: monitors them (a load balancer's versions come from each connection's handshake).
+NO_WIRE_VERSIONS: frozenset[ServerType] = frozenset(
+    {ServerType.UNKNOWN, ServerType.POSSIBLE_PRIMARY, ServerType.LOAD_BALANCER}
+)
+
 #: Replica-set member types whose hello carries a hosts list and a setName.
 RS_MEMBER: frozenset[ServerType] = frozenset(
     {ServerType.RS_PRIMARY, ServerType.RS_SECONDARY, ServerType.RS_ARBITER, ServerType.RS_OTHER}
