@@ -110,9 +110,7 @@ class TopologyDescription:
         if error is _UNSET:
             error = None
             for sd in self._servers.values():
-                # A load balancer's wire versions come from each connection's handshake.
-                # PossiblePrimary is never checked: like Unknown, it has no wire versions.
-                if sd.type in NO_WIRE_VERSIONS:
+                if sd.type in NO_WIRE_VERSIONS:  # nothing to compare yet
                     continue
                 if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
                     error = (
