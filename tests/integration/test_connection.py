@@ -18,6 +18,7 @@ from mockupdb import OP_MSG_FLAGS, Command, MockupDB, OpMsg, OpMsgReply
 from mongocore import DRIVER_NAME, __version__
 from mongocore.core.address import Address
 from mongocore.core.events import (
+    CommandFailedEvent,
     CommandListener,
     CommandStartedEvent,
     CommandSucceededEvent,
@@ -281,6 +282,37 @@ def test_command_events_carry_the_wire_request_id(
     assert recorder.ids == [request.request_id, request.request_id]
 
 
+def test_a_command_that_cannot_be_encoded_has_no_events(mockupdb_server: MockupDB) -> None:
+    """Broken variant caught: the started event published before the message is
+    encoded (a started and a failed event for a command never sent)."""
+    events: list[str] = []
+
+    class Recorder(CommandListener):
+        def started(self, event: CommandStartedEvent) -> None:
+            events.append("started")
+
+        def succeeded(self, event: CommandSucceededEvent) -> None:
+            events.append("succeeded")
+
+        def failed(self, event: CommandFailedEvent) -> None:
+            events.append("failed")
+
+    publisher = EventPublisher([Recorder()])
+    conn = open_connection(mockupdb_server, hello_reply(maxBsonObjectSize=1000))
+    try:
+        too_large = {"_id": 1, "pad": "x" * 1000}
+        with pytest.raises(DocumentTooLarge):
+            monitored_command(
+                conn, "db", {"insert": "things"}, publisher, sequences={"documents": [too_large]}
+            )
+        with pytest.raises(bson.errors.InvalidDocument):
+            monitored_command(conn, "db", {"ping": object()}, publisher)
+        assert events == []
+        assert not conn.closed  # nothing was sent: the connection stays usable
+    finally:
+        conn.close()
+
+
 def test_document_sequences_reach_mockupdb(conn: Connection, mockupdb_server: MockupDB) -> None:
     documents = [{"_id": 1}, {"_id": 2, "tags": ["a"]}]
     pending = run_command(conn, "shop", {"insert": "things"}, sequences={"documents": documents})
@@ -291,26 +323,54 @@ def test_document_sequences_reach_mockupdb(conn: Connection, mockupdb_server: Mo
     assert pending.result() == {"n": 2, "ok": 1}
 
 
-def test_document_sequences_are_kind_1_sections(
-    wire_server_factory: Callable[..., WireServer],
-) -> None:
+def _one_insert_as_received(
+    wire_server_factory: Callable[..., WireServer], documents: list[Any], **hello: Any
+) -> Any:
+    """The OP_MSG a server receives for an insert of ``documents`` sent as a sequence."""
     seen: list[Any] = []
 
     def then(peer: WirePeer) -> None:
         header, message = peer.read()
         seen.append(message)
-        peer.reply(header, {"ok": 1, "n": 2})
+        peer.reply(header, {"ok": 1, "n": len(documents)})
 
-    server = wire_server_factory(serve_hellos(hello_reply(), then))
+    server = wire_server_factory(serve_hellos(hello_reply(**hello), then))
     conn = connect(server.address, SETTINGS)
     try:
-        documents = [{"_id": 1}, {"_id": 2}]
         reply = conn.command("shop", {"insert": "things"}, sequences={"documents": documents})
     finally:
         conn.close()
-    assert reply == {"ok": 1, "n": 2}
+    assert reply == {"ok": 1, "n": len(documents)}
     (message,) = seen
     assert isinstance(message, WireOpMsg)
+    return message
+
+
+def test_encoded_documents_go_as_kind_1_sections(
+    wire_server_factory: Callable[..., WireServer],
+) -> None:
+    documents = [{"_id": 1}, {"_id": 2}]
+    encoded = [bson.encode(d) for d in documents]
+    message = _one_insert_as_received(wire_server_factory, encoded)
+    assert message.body == {"insert": "things", "$db": "shop"}
+    assert message.sequences == {"documents": documents}
+
+
+def test_documents_not_yet_encoded_travel_in_the_body_when_it_stays_small(
+    wire_server_factory: Callable[..., WireServer],
+) -> None:
+    documents = [{"_id": 1}, {"_id": 2, "tags": ["a"]}]
+    message = _one_insert_as_received(wire_server_factory, documents)
+    assert message.body == {"insert": "things", "$db": "shop", "documents": documents}
+    assert message.sequences == {}
+
+
+def test_documents_too_large_together_for_the_body_go_as_sequences(
+    wire_server_factory: Callable[..., WireServer],
+) -> None:
+    # Each fits maxBsonObjectSize (1,000 bytes); the body with both would not.
+    documents = [{"_id": 1, "pad": "x" * 600}, {"_id": 2, "pad": "y" * 600}]
+    message = _one_insert_as_received(wire_server_factory, documents, maxBsonObjectSize=1000)
     assert message.body == {"insert": "things", "$db": "shop"}
     assert message.sequences == {"documents": documents}
 

@@ -97,6 +97,17 @@ def test_insert_one_generates_an_id_and_find_one_reads_it_back(coll: Collection)
     assert coll.insert_one({"_id": 7}).inserted_id == 7
 
 
+def test_insert_one_sends_the_id_first(coll: Collection, recorder: Recorder) -> None:
+    """The document travels inside the command, where bson keeps a document's own
+    order: the _id of a document that has one elsewhere is moved first, as the server
+    stores it (broken variant caught: a plain copy of the document)."""
+    document = {"name": "b", "_id": 8}
+    coll.insert_one(document)
+    (started,) = recorder.started_of("insert")
+    assert [list(d) for d in started.command["documents"]] == [["_id", "name"]]
+    assert list(document) == ["name", "_id"]  # the caller's document is left as it was
+
+
 def test_a_duplicate_key_is_a_write_error(coll: Collection) -> None:
     coll.insert_one({"_id": 1})
     with pytest.raises(WriteError) as info:

@@ -857,6 +857,98 @@ def test_encode_op_msg_checks_limits() -> None:
         )
 
 
+def _sections(data: bytes) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    message = decode_op_msg(data[16:])
+    return message.body, message.sequences
+
+
+def test_encode_op_msg_sends_documents_not_yet_encoded_in_the_body_when_it_fits() -> None:
+    docs = [{"_id": 1}, {"_id": 2, "tags": ["a"]}]
+    body = {"insert": "c", "$db": "d"}
+    expected = {"insert": "c", "$db": "d", "documents": docs}
+    limit = len(bson.encode(expected))
+    # Exactly maxBsonObjectSize: one body section, the documents an array in it.
+    data = encode_op_msg(body, 1, sequences={"documents": docs}, limits=SizeLimits(limit, 10**6, 2))
+    assert _sections(data) == (expected, {})
+    assert data == encode_op_msg(expected, 1)  # nothing else: the same message
+    assert body == {"insert": "c", "$db": "d"}  # the caller's body is left as it was
+    # A tuple of documents becomes an array too.
+    tupled = encode_op_msg(body, 1, sequences={"documents": tuple(docs)}, limits=SizeLimits())
+    assert _sections(tupled) == (expected, {})
+    # One byte less: document sequences, each document within its limit.
+    data = encode_op_msg(
+        body, 1, sequences={"documents": docs}, limits=SizeLimits(limit - 1, 10**6, 2)
+    )
+    assert _sections(data) == (body, {"documents": docs})
+    # No limits given: sequences, as asked.
+    data = encode_op_msg(body, 1, sequences={"documents": docs})
+    assert _sections(data) == (body, {"documents": docs})
+
+
+def test_encode_op_msg_sends_encoded_documents_as_sequences() -> None:
+    docs = [{"_id": 1}, {"_id": 2}]
+    body = {"insert": "c", "$db": "d"}
+    for mixed in ([bson.encode(docs[0]), docs[1]], [docs[0], bson.encode(docs[1])]):
+        data = encode_op_msg(body, 1, sequences={"documents": mixed}, limits=SizeLimits())
+        assert _sections(data) == (body, {"documents": docs})
+    # A mapping that is not a dict is encoded on its own too.
+    data = encode_op_msg(
+        body, 1, sequences={"documents": [OrderedDict(docs[0])]}, limits=SizeLimits()
+    )
+    assert _sections(data) == (body, {"documents": [docs[0]]})
+    # So is every sequence when the body is given encoded.
+    data = encode_op_msg(bson.encode(body), 1, sequences={"documents": docs}, limits=SizeLimits())
+    assert _sections(data) == (body, {"documents": docs})
+
+
+def test_encode_op_msg_limits_at_their_boundaries() -> None:
+    def body_of(size: int) -> dict[str, Any]:
+        # {"c": "<padding>"}: 4 + 1 + 2 + 4 + padding + 1 + 1 bytes.
+        return {"c": "x" * (size - 13)}
+
+    assert len(bson.encode(body_of(1000))) == 1000
+    # A command may be maxBsonObjectSize plus 16 KiB, not one byte more.
+    limits = SizeLimits(64, 10**6, 2)
+    largest = 64 + 16 * 1024
+    assert len(encode_op_msg(body_of(largest), 1, limits=limits)) == largest + 21
+    with pytest.raises(
+        DocumentTooLarge, match=rf"command document is {largest + 1} bytes.*command allowance"
+    ):
+        encode_op_msg(body_of(largest + 1), 1, limits=limits)
+    # A message may be maxMessageSizeBytes, not one byte more.
+    limits = SizeLimits(10**6, 1021, 2)
+    assert len(encode_op_msg(body_of(1000), 1, limits=limits)) == 1021
+    with pytest.raises(
+        DocumentTooLarge,
+        match=r"message is 1022 bytes, which exceeds maxMessageSizeBytes \(1021 bytes\)",
+    ):
+        encode_op_msg(body_of(1001), 1, limits=limits)
+
+
+def test_encode_op_msg_encodes_any_mapping_body() -> None:
+    ordered = OrderedDict([("ping", 1), ("$db", "admin")])
+    assert encode_op_msg(ordered, 1) == encode_op_msg({"ping": 1, "$db": "admin"}, 1)
+
+
+def test_encode_op_msg_checks_sequences_sent_in_the_body_too() -> None:
+    body = {"insert": "c"}
+    # maxWriteBatchSize documents fit in the body; one more is refused.
+    data = encode_op_msg(body, 1, sequences={"documents": [{}, {}]}, limits=SizeLimits(64, 400, 2))
+    assert _sections(data) == ({"insert": "c", "documents": [{}, {}]}, {})
+    with pytest.raises(DocumentTooLarge, match="maxWriteBatchSize"):
+        encode_op_msg(
+            body, 1, sequences={"documents": [{}] * 3}, limits=SizeLimits(10**6, 10**7, 2)
+        )
+    with pytest.raises(ValueError, match="both a body field and a document sequence"):
+        encode_op_msg(
+            {"insert": "c", "documents": []}, 1, sequences={"documents": [{}]}, limits=SizeLimits()
+        )
+    with pytest.raises(ValueError, match="invalid document sequence identifier"):
+        encode_op_msg(body, 1, sequences={"": [{}]}, limits=SizeLimits())
+    with pytest.raises(ValueError, match="invalid document sequence identifier"):
+        encode_op_msg(body, 1, sequences={"a\x00b": [{}]}, limits=SizeLimits())
+
+
 def test_encode_op_query_checks_limits() -> None:
     with pytest.raises(DocumentTooLarge, match="OP_QUERY document"):
         encode_op_query("admin.$cmd", {"x": "y" * 20000}, 1, limits=SizeLimits(16, 10**6, 1))

@@ -47,7 +47,9 @@ def _with_id(document: Mapping[str, Any]) -> Document:
     also set on the caller's document (when it is a mutable mapping), so the caller
     learns it."""
     if "_id" in document:
-        return dict(document)
+        # _id first, as the server stores it (a document sent inside the command's
+        # body keeps its own order, where bson moves _id first only at the top level).
+        return {"_id": document["_id"], **document}
     new_id = ObjectId()
     if isinstance(document, dict):
         document["_id"] = new_id

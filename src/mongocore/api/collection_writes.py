@@ -21,7 +21,7 @@ from mongocore.api.arguments import (
     _sort_document,
     _with_id,
 )
-from mongocore.api.bulk import _COMMAND_FIELDS_ALLOWANCE, _BulkWrite
+from mongocore.api.bulk import _BulkWrite
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.operations import (
@@ -46,7 +46,6 @@ from mongocore.api.results import (
 from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.retry_policy import RetryKind
-from mongocore.core.wire.limits import op_msg_overhead, split_batches
 from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
@@ -102,7 +101,9 @@ class CollectionWrites(CollectionBase):
     ) -> InsertOneResult:
         """Insert one document (a retryable write). A missing ``_id`` is generated."""
         # The bulk machinery's result, without its per-call work: one statement is one
-        # batch of one document, encoded once here and sent as a document sequence.
+        # batch of one document. The document is encoded with the command (encode_op_msg
+        # sends it in the body when the body stays within maxBsonObjectSize, else as a
+        # document sequence, checked for DocumentTooLarge before anything is sent).
         # (type() first: isinstance against an abstract class is a Python call.)
         if type(document) is not dict and not isinstance(document, Mapping):
             raise TypeError(f"document must be a mapping (a dict), not {type(document).__name__}")
@@ -111,7 +112,6 @@ class CollectionWrites(CollectionBase):
         write_concern = self._write_concern
         use = self._write_session(session, write_concern)
         try:
-            encoded = self._encode(statement)
             body: Document = {"insert": self._name, "ordered": True}
             if write_concern._document:  # not the server's default
                 body["writeConcern"] = write_concern.document
@@ -119,21 +119,13 @@ class CollectionWrites(CollectionBase):
                 body["bypassDocumentValidation"] = bypass_document_validation
             if comment is not None:
                 body["comment"] = comment
-            checked: list[bool] = []
+            documents = {"documents": [statement]}
 
             def build(ctx: AttemptContext) -> Command:
-                if not checked and len(encoded) > ctx.connection.limits.max_bson_object_size // 2:
-                    # A large document: the size checks a batch of one gets
-                    # (DocumentTooLarge), once. A smaller one cannot fail them.
-                    size = len(self._encode(body)) + _COMMAND_FIELDS_ALLOWANCE
-                    split_batches(
-                        [encoded], op_msg_overhead(size, "documents"), ctx.connection.limits
-                    )
-                    checked.append(True)
                 # Command(...) without the NamedTuple's generated __new__ (a Python call).
-                return _new_tuple(
-                    Command, (dict(body), {"documents": [encoded]}, {"documents": [statement]})
-                )
+                # (The documents for the events too: with the user's codec options the
+                # sequences become BSON values, see _Target._run.)
+                return _new_tuple(Command, (dict(body), documents, documents))
 
             # In a transaction every write is acknowledged: the commit has the write concern.
             acknowledged = write_concern._acknowledged or use.in_transaction

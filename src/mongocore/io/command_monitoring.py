@@ -7,7 +7,9 @@ reply with ``ok: 1`` succeeded, write errors included; "Implementation Notes":
 document sequences appear in the started event's command as arrays named by their
 identifier; "Security": sensitive commands are redacted). Every attempt of an
 operation is one command here, with its own requestId; the attempts of one
-operation, and the batches of one bulk write, share an operationId.
+operation, and the batches of one bulk write, share an operationId. The started
+event comes once the message is encoded: a command that cannot be (a document too
+large, a value BSON cannot hold) is never sent and has no events, as in pymongo.
 
 The log messages of commands (the ``mongocore.command`` logger) are built from these
 events by :mod:`mongocore.io.command_log`.
@@ -169,8 +171,14 @@ def run_command(
             {**command, "$db": database}, event_sequences if event_sequences else sequences
         )
     )
-    publisher.publish(listeners, "started", CommandStartedEvent(command=shown, **common))
-    started = time.perf_counter()
+    started: list[float] = []  # when the started event was published, once it was
+
+    def publish_started() -> None:
+        # Once the message is encoded: a command that cannot be (DocumentTooLarge,
+        # InvalidDocument) is never sent, and has no events.
+        publisher.publish(listeners, "started", CommandStartedEvent(command=shown, **common))
+        started.append(time.perf_counter())
+
     try:
         reply = connection.command(
             database,
@@ -180,17 +188,20 @@ def run_command(
             check=False,
             request_id=request_id,  # the events' requestId is the message's
             deadline=deadline,
+            before_send=publish_started,
         )
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)
     except BaseException as exc:
-        duration = time.perf_counter() - started
+        if not started:
+            raise
+        duration = time.perf_counter() - started[0]
         failure = redacted_failure(exc) if sensitive else exc
         publisher.publish(
             listeners, "failed", CommandFailedEvent(duration=duration, failure=failure, **common)
         )
         raise
-    duration = time.perf_counter() - started
+    duration = time.perf_counter() - started[0]
     publisher.publish(
         listeners,
         "succeeded",

@@ -347,6 +347,7 @@ class Connection(ConnectionIO):
         exhaust_allowed: bool = False,
         request_id: Optional[int] = None,
         deadline: Optional[float] = None,
+        before_send: Optional[Callable[[], object]] = None,
     ) -> dict[str, Any]:
         """Run one command and return its reply.
 
@@ -364,6 +365,9 @@ class Connection(ConnectionIO):
 
         ``request_id``: the message's requestId, if the caller took one from
         ``next_request_id()`` already (command events report the wire's requestId).
+
+        ``before_send``: called once the message is encoded, just before it is sent (a
+        command that cannot be encoded, e.g. DocumentTooLarge, never calls it).
 
         Network errors and timeouts close the connection and raise NetworkError or
         NetworkTimeout; a malformed, oversized or mismatched reply closes it and raises
@@ -406,6 +410,8 @@ class Connection(ConnectionIO):
             )
         if self._compressor is not None and is_compressible(next(iter(command), "")):
             data = encode_op_compressed(data, self._compressor)
+        if before_send is not None:
+            before_send()
         effective = self._default_timeout if timeout is ... else timeout
         header, message = self._exchange(data, request_id, effective, deadline)
         reply = self._unpack_reply(

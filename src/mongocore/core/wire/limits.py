@@ -119,22 +119,34 @@ def _document_too_large(what: str, size: int, max_bson_object_size: int) -> Docu
 
 def check_command_size(size: int, max_bson_object_size: int, what: str = "command") -> None:
     """Raise DocumentTooLarge if a command document exceeds maxBsonObjectSize + 16 KiB."""
+    if size > max_bson_object_size + COMMAND_OVERHEAD:
+        raise command_too_large(size, max_bson_object_size, what)
+
+
+def command_too_large(
+    size: int, max_bson_object_size: int, what: str = "command"
+) -> DocumentTooLarge:
+    """The error of a command over maxBsonObjectSize + 16 KiB (see check_command_size)."""
     limit = max_bson_object_size + COMMAND_OVERHEAD
-    if size > limit:
-        raise DocumentTooLarge(
-            f"{what} document is {size} bytes, which exceeds maxBsonObjectSize"
-            f" ({max_bson_object_size} bytes) plus the {COMMAND_OVERHEAD}-byte command"
-            f" allowance ({limit} bytes)"
-        )
+    return DocumentTooLarge(
+        f"{what} document is {size} bytes, which exceeds maxBsonObjectSize"
+        f" ({max_bson_object_size} bytes) plus the {COMMAND_OVERHEAD}-byte command"
+        f" allowance ({limit} bytes)"
+    )
 
 
 def check_message_size(size: int, max_message_size_bytes: int) -> None:
     """Raise DocumentTooLarge if a whole message of ``size`` bytes exceeds maxMessageSizeBytes."""
     if size > max_message_size_bytes:
-        raise DocumentTooLarge(
-            f"message is {size} bytes, which exceeds maxMessageSizeBytes"
-            f" ({max_message_size_bytes} bytes)"
-        )
+        raise message_too_large(size, max_message_size_bytes)
+
+
+def message_too_large(size: int, max_message_size_bytes: int) -> DocumentTooLarge:
+    """The error of a message over maxMessageSizeBytes (see check_message_size)."""
+    return DocumentTooLarge(
+        f"message is {size} bytes, which exceeds maxMessageSizeBytes"
+        f" ({max_message_size_bytes} bytes)"
+    )
 
 
 def check_batch_size(count: int, max_write_batch_size: int, what: str = "write batch") -> None:

@@ -28,6 +28,7 @@ from mongocore.core.wire._documents import (
     Buffer,
     EncodedOrDocument,
     _bson_to_dict,
+    _dict_to_bson,
     decode_document,
     decode_documents,
     encode_document,
@@ -37,10 +38,12 @@ from mongocore.core.wire._documents import (
 from mongocore.core.wire.checksum import crc32c
 from mongocore.core.wire.header import HEADER_SIZE, OpCode
 from mongocore.core.wire.limits import (
+    COMMAND_OVERHEAD,
     SizeLimits,
-    check_command_size,
     check_message_size,
     check_sequence_sizes,
+    command_too_large,
+    message_too_large,
 )
 from mongocore.errors import ProtocolError
 
@@ -145,21 +148,40 @@ def encode_op_msg(
     against maxBsonObjectSize + 16 KiB, each sequence document against
     maxBsonObjectSize, each sequence's length against maxWriteBatchSize, and the whole
     message against maxMessageSizeBytes; a breach raises DocumentTooLarge.
+
+    Also with ``limits``: when the body is a dict and every sequence document is a dict
+    (none given encoded), the sequences travel inside the body, as arrays named by
+    their identifiers, if the body then stays within maxBsonObjectSize. The server
+    reads both forms alike; this one is a single encoding, and every document in it is
+    smaller than the body, so within its own limit. Encoded documents (a batch split by
+    size), or documents too large together, go as document sequences.
     """
     unknown = flag_bits & _REQUIRED_BITS & ~_KNOWN_REQUIRED_BITS
     if unknown or not 0 <= flag_bits <= 0xFFFFFFFF:
         raise ValueError(f"OP_MSG flagBits 0x{flag_bits:x} has bits this codec does not know")
-    encoded_body = encode_document(body, codec_options)
+    if sequences and limits is not None and type(body) is dict:
+        merged = _body_with_sequences(body, sequences, limits.max_write_batch_size)
+        if merged is not None:
+            encoded_merged = _dict_to_bson(merged, False, codec_options)
+            if len(encoded_merged) <= limits.max_bson_object_size:
+                body, sequences = encoded_merged, None
+    # encode_document() without its call for the usual body, a dict.
+    encoded_body = (
+        _dict_to_bson(body, False, codec_options)
+        if type(body) is dict
+        else encode_document(body, codec_options)
+    )
     body_size = len(encoded_body)
     with_checksum = flag_bits & CHECKSUM_PRESENT
-    if limits is not None:
-        check_command_size(body_size, limits.max_bson_object_size)
+    # (The checks of check_command_size and check_message_size, without their calls.)
+    if limits is not None and body_size > limits.max_bson_object_size + COMMAND_OVERHEAD:
+        raise command_too_large(body_size, limits.max_bson_object_size)
 
     if not sequences and not with_checksum:
         # The common case: one body section, a single copy of the encoded body.
         length = HEADER_SIZE + 5 + body_size
-        if limits is not None:
-            check_message_size(length, limits.max_message_size_bytes)
+        if limits is not None and length > limits.max_message_size_bytes:
+            raise message_too_large(length, limits.max_message_size_bytes)
         try:
             prefix = _pack_prefix(length, request_id, response_to, _OP_MSG, flag_bits, 0)
         except struct.error as exc:
@@ -169,7 +191,8 @@ def encode_op_msg(
     parts: list[Buffer] = [b"", encoded_body]
     length = HEADER_SIZE + 5 + body_size
     for identifier, documents in (sequences or {}).items():
-        ident = _encode_identifier(identifier, body)
+        _check_identifier(identifier, body)
+        ident = identifier.encode("utf-8") + b"\x00"
         # Encoded documents, what the write helpers send, pass through without a call
         # each (encode_document would return them as they are).
         encoded = [
@@ -200,14 +223,33 @@ def encode_op_msg(
     return b"".join(parts)
 
 
-def _encode_identifier(identifier: str, body: EncodedOrDocument) -> bytes:
+def _body_with_sequences(
+    body: dict[str, Any],
+    sequences: Mapping[str, Sequence[EncodedOrDocument]],
+    max_write_batch_size: int,
+) -> Optional[dict[str, Any]]:
+    """A copy of ``body`` with each sequence as an array field; None when a document is
+    not a dict, or a sequence has more than maxWriteBatchSize documents (the sequence
+    path then sends or refuses them, saying which)."""
+    merged = dict(body)
+    for identifier, documents in sequences.items():
+        _check_identifier(identifier, body)
+        if len(documents) > max_write_batch_size:
+            return None
+        for document in documents:
+            if type(document) is not dict:
+                return None
+        merged[identifier] = list(documents)
+    return merged
+
+
+def _check_identifier(identifier: str, body: EncodedOrDocument) -> None:
     if not identifier or "\x00" in identifier:
         raise ValueError(f"invalid document sequence identifier {identifier!r}")
     # (Not isinstance(body, Mapping): against an abstract class that is a Python call.)
     if not isinstance(body, _ENCODED) and identifier in body:
         # The server rejects a field given both in the body and as a sequence.
         raise ValueError(f"{identifier!r} is both a body field and a document sequence")
-    return identifier.encode("utf-8") + b"\x00"
 
 
 def decode_op_msg(
