@@ -8,7 +8,7 @@ session ID locally", "Gossipping the cluster time"); Command Logging and Monitor
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, Optional
 
 from bson import Binary, Int64, Timestamp
 
@@ -26,8 +26,19 @@ from mongocore.io.sessions import (
     cluster_time_greater,
     newer_cluster_time,
     session_timeout_minutes,
-    stale_before,
 )
+
+
+def described(minutes: Optional[int]) -> TopologyDescription:
+    """A standalone's topology whose logicalSessionTimeoutMinutes is ``minutes``."""
+    address = Address("a", 27017)
+    sd = ServerDescription(address, ServerType.STANDALONE, logical_session_timeout_minutes=minutes)
+    return TopologyDescription(
+        TopologyType.SINGLE, {address: sd}, TopologySettings(seeds=(address,))
+    )
+
+
+THIRTY, TEN, UNKNOWN = described(30), described(10), described(None)
 
 
 class Clock:
@@ -55,75 +66,75 @@ def test_transaction_numbers_increase_and_are_int64() -> None:
 def test_the_pool_reuses_the_most_recently_released_session_with_its_txn_number() -> None:
     clock = Clock()
     pool = ServerSessionPool(clock)
-    a = pool.acquire(30)
-    b = pool.acquire(30)
+    a = pool.acquire(THIRTY)
+    b = pool.acquire(THIRTY)
     assert a is not b
     a.next_txn_number()
     a.next_txn_number()
-    pool.release(b, 30)
-    pool.release(a, 30)
-    again = pool.acquire(30)
+    pool.release(b, THIRTY)
+    pool.release(a, THIRTY)
+    again = pool.acquire(THIRTY)
     assert again is a and again.txn_number == 2  # the front of the deque, txnNumber kept
-    assert pool.acquire(30) is b
+    assert pool.acquire(THIRTY) is b
 
 
 def test_a_dirty_session_is_discarded_on_release() -> None:
     pool = ServerSessionPool(Clock())
-    session = pool.acquire(30)
+    session = pool.acquire(THIRTY)
     session.dirty = True
-    pool.release(session, 30)
+    pool.release(session, THIRTY)
     assert len(pool) == 0
-    assert pool.acquire(30) is not session
+    assert pool.acquire(THIRTY) is not session
 
 
 def test_sessions_with_less_than_a_minute_left_are_not_used() -> None:
     clock = Clock()
     pool = ServerSessionPool(clock)
-    session = pool.acquire(30)
-    pool.release(session, 30)
+    session = pool.acquire(THIRTY)
+    pool.release(session, THIRTY)
     clock.now += 29 * 60 - 1  # 61 s left: still usable
-    assert pool.acquire(30) is session
+    assert pool.acquire(THIRTY) is session
     session.touch()
-    pool.release(session, 30)
+    pool.release(session, THIRTY)
     clock.now += 29 * 60 + 1  # 59 s left: discarded on acquire
-    assert pool.acquire(30) is not session
+    assert pool.acquire(THIRTY) is not session
 
 
 def test_a_session_returning_about_to_expire_is_not_pooled() -> None:
     clock = Clock()
     pool = ServerSessionPool(clock)
-    session = pool.acquire(30)
+    session = pool.acquire(THIRTY)
     clock.now += 29 * 60 + 1  # 59 s left when it comes back
-    pool.release(session, 30)
+    pool.release(session, THIRTY)
     assert len(pool) == 0
 
 
 def test_with_no_known_timeout_nothing_expires() -> None:
     clock = Clock()
     pool = ServerSessionPool(clock)
-    session = pool.acquire(None)
+    session = pool.acquire(UNKNOWN)
     clock.now += 24 * 3600
-    pool.release(session, None)
+    pool.release(session, UNKNOWN)
     assert len(pool) == 1
     clock.now += 24 * 3600
-    assert pool.acquire(None) is session
+    assert pool.acquire(UNKNOWN) is session
 
 
 def test_release_drops_expiring_sessions_from_the_back_first() -> None:
     clock = Clock()
     pool = ServerSessionPool(clock)
-    back, front, returning = pool.acquire(30), pool.acquire(30), pool.acquire(30)
-    pool.release(back, 30)
+    back, front, returning = pool.acquire(THIRTY), pool.acquire(THIRTY), pool.acquire(THIRTY)
+    pool.release(back, THIRTY)
     clock.now += 20 * 60
     front.touch()
-    pool.release(front, 30)  # the deque is now [front, back]
+    pool.release(front, THIRTY)  # the deque is now [front, back]
     clock.now += 9 * 60 + 30  # back has 30 s left, front 20.5 min
     returning.touch()
-    pool.release(returning, 30)
+    pool.release(returning, THIRTY)
     assert len(pool) == 2
-    assert pool.acquire(30) is returning
-    assert pool.acquire(30) is front
-    assert pool.acquire(30) not in (back, front, returning)
+    assert pool.acquire(THIRTY) is returning
+    assert pool.acquire(THIRTY) is front
+    assert pool.acquire(THIRTY) not in (back, front, returning)
 
 
 def test_expiry_uses_the_timeout_in_force() -> None:
@@ -131,24 +142,45 @@ def test_expiry_uses_the_timeout_in_force() -> None:
     # and 20 minutes of a 30-minute one: one minute less than that counts as expired.
     clock = Clock()
     pool = ServerSessionPool(clock)
-    session = pool.acquire(30)
-    pool.release(session, 30)
+    session = pool.acquire(THIRTY)
+    pool.release(session, THIRTY)
     clock.now += 10 * 60
-    assert pool.acquire(30) is session
-    pool.release(session, 30)
-    assert pool.acquire(10) is not session
-    now = 5000.0
-    assert stale_before(30, now) == now - 29 * 60
-    assert stale_before(10, now) == now - 9 * 60
+    assert pool.acquire(THIRTY) is session
+    pool.release(session, THIRTY)
+    assert pool.acquire(TEN) is not session
+    # The pool follows each new description: back to 30 minutes, then 10 again, where
+    # 9 minutes of idleness less a second is the most a session may have.
+    fresh = pool.acquire(THIRTY)
+    pool.release(fresh, THIRTY)
+    clock.now += 9 * 60 - 1
+    assert pool.acquire(TEN) is fresh
+    pool.release(fresh, TEN)
+    clock.now += 2
+    assert pool.acquire(TEN) is not fresh
+
+
+def test_in_load_balanced_mode_pooled_sessions_never_expire() -> None:
+    address = Address("a", 27017)
+    sd = ServerDescription(address, ServerType.LOAD_BALANCER, logical_session_timeout_minutes=30)
+    balanced = TopologyDescription(
+        TopologyType.LOAD_BALANCED, {address: sd}, TopologySettings(seeds=(address,))
+    )
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    session = pool.acquire(balanced)
+    clock.now += 24 * 3600
+    pool.release(session, balanced)
+    clock.now += 24 * 3600
+    assert pool.acquire(balanced) is session
 
 
 def test_drain_returns_the_pooled_ids_and_sessions_in_use_never_come_back() -> None:
     pool = ServerSessionPool(Clock())
-    in_use = pool.acquire(30)
-    pooled = pool.acquire(30)
-    pool.release(pooled, 30)
+    in_use = pool.acquire(THIRTY)
+    pooled = pool.acquire(THIRTY)
+    pool.release(pooled, THIRTY)
     assert pool.drain() == [pooled.session_id]
-    pool.release(in_use, 30)  # checked out before the drain
+    pool.release(in_use, THIRTY)  # checked out before the drain
     assert len(pool) == 0
 
 

@@ -29,7 +29,7 @@ from mongocore.api.transaction_options import TransactionOptions
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError, InvalidOperation
 from mongocore.io.pinning import TRANSACTION, PinnedConnection
-from mongocore.io.sessions import ServerSession, cluster_time_greater, session_timeout_minutes
+from mongocore.io.sessions import ServerSession, cluster_time_greater
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -180,8 +180,7 @@ class ClientSession(TransactionMixin):
         self._ended = True
         server_session, self._server_session = self._server_session, None
         if server_session is not None:
-            timeout = session_timeout_minutes(self._topology._description)
-            self._session_pool.release(server_session, timeout)
+            self._session_pool.release(server_session, self._topology._description)
 
     def __enter__(self) -> ClientSession:
         return self
@@ -213,8 +212,7 @@ class ClientSession(TransactionMixin):
         if self._ended:
             raise InvalidOperation("cannot use a session that has ended")
         if self._server_session is None:
-            timeout = session_timeout_minutes(self._topology._description)
-            self._server_session = self._session_pool.acquire(timeout)
+            self._server_session = self._session_pool.acquire(self._topology._description)
         return self._server_session
 
     def _use_lsid(self) -> dict[str, Any]:

@@ -21,10 +21,10 @@ _MISSING: Any = object()
 
 
 class _Result:
+    # Each result sets _acknowledged itself: super().__init__() would be two calls more
+    # on every write.
     __slots__ = ("_acknowledged",)
-
-    def __init__(self, acknowledged: bool) -> None:
-        self._acknowledged = acknowledged
+    _acknowledged: bool
 
     @property
     def acknowledged(self) -> bool:
@@ -42,7 +42,7 @@ class InsertOneResult(_Result):
     __slots__ = ("_inserted_id",)
 
     def __init__(self, inserted_id: Any, acknowledged: bool) -> None:
-        super().__init__(acknowledged)
+        self._acknowledged = acknowledged
         self._inserted_id = inserted_id
 
     @property
@@ -57,7 +57,7 @@ class InsertManyResult(_Result):
     __slots__ = ("_inserted_ids",)
 
     def __init__(self, inserted_ids: list[Any], acknowledged: bool) -> None:
-        super().__init__(acknowledged)
+        self._acknowledged = acknowledged
         self._inserted_ids = inserted_ids
 
     @property
@@ -77,7 +77,7 @@ class UpdateResult(_Result):
     __slots__ = ("_raw",)
 
     def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
-        super().__init__(acknowledged)
+        self._acknowledged = acknowledged
         self._raw = None if raw_result is None else dict(raw_result)
 
     @property
@@ -124,7 +124,7 @@ class DeleteResult(_Result):
     __slots__ = ("_raw",)
 
     def __init__(self, raw_result: Optional[Mapping[str, Any]], acknowledged: bool) -> None:
-        super().__init__(acknowledged)
+        self._acknowledged = acknowledged
         self._raw = None if raw_result is None else dict(raw_result)
 
     @property
@@ -152,7 +152,7 @@ class BulkWriteResult(_Result):
         acknowledged: bool,
         inserted_ids: Optional[Mapping[int, Any]] = None,
     ) -> None:
-        super().__init__(acknowledged)
+        self._acknowledged = acknowledged
         self._raw = dict(bulk_api_result)
         self._inserted_ids = dict(inserted_ids or {})
 

@@ -263,7 +263,8 @@ class Executor:
                     if refusal is None:
                         if transaction is not None:
                             txn_number = op.session._transaction_number()
-                        elif isinstance(policy, WritePolicy) and policy.adds_transaction_id:
+                        # (policy.retryable: adds_transaction_id without its call.)
+                        elif isinstance(policy, WritePolicy) and policy.retryable:
                             if txn_number is None:
                                 txn_number = op.session._next_txn_number()
                         else:

@@ -70,7 +70,8 @@ class ServerSessionPool:
     Follows the spec's two algorithms: acquiring takes from the front, skipping
     (dropping) sessions about to expire; releasing first drops expiring sessions from
     the back, then keeps the released one at the front unless it is dirty or about
-    to expire. There is no maximum size.
+    to expire. There is no maximum size. Both take the topology description in force,
+    whose session timeout decides what is about to expire.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
@@ -78,11 +79,24 @@ class ServerSessionPool:
         self._sessions: collections.deque[ServerSession] = collections.deque()
         self._clock = clock
         self._generation = 0
+        #: The description last given and how long a session may then have been idle
+        #: (seconds; None: nothing is known to expire), worked out once per
+        #: description: descriptions are immutable, and change only with the topology.
+        self._idle_limit: tuple[object, Optional[float]] = (None, None)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def acquire(self, timeout_minutes: Optional[int]) -> ServerSession:
+    def _max_idle(self, description: TopologyDescription) -> Optional[float]:
+        minutes = session_timeout_minutes(description)
+        max_idle = None if minutes is None else minutes * 60.0 - EXPIRY_MARGIN
+        self._idle_limit = (description, max_idle)
+        return max_idle
+
+    def acquire(self, description: TopologyDescription) -> ServerSession:
+        known, max_idle = self._idle_limit
+        if known is not description:
+            max_idle = self._max_idle(description)
         # acquire and release, not a with block (twice the cost): every operation takes
         # this lock twice, for its implicit session.
         lock = self._lock
@@ -90,10 +104,10 @@ class ServerSessionPool:
         try:
             sessions = self._sessions
             if sessions:
-                if timeout_minutes is None:  # nothing is known to expire
+                if max_idle is None:  # nothing is known to expire
                     return sessions.popleft()
                 # One cutoff for the whole call, compared with each session's last use.
-                cutoff = stale_before(timeout_minutes, self._clock())
+                cutoff = self._clock() - max_idle
                 while sessions:
                     session = sessions.popleft()
                     if session.last_use >= cutoff:
@@ -103,8 +117,11 @@ class ServerSessionPool:
             lock.release()
         return ServerSession(generation, self._clock)
 
-    def release(self, session: ServerSession, timeout_minutes: Optional[int]) -> None:
-        cutoff = None if timeout_minutes is None else stale_before(timeout_minutes, self._clock())
+    def release(self, session: ServerSession, description: TopologyDescription) -> None:
+        known, max_idle = self._idle_limit
+        if known is not description:
+            max_idle = self._max_idle(description)
+        cutoff = None if max_idle is None else self._clock() - max_idle
         lock = self._lock
         lock.acquire()  # not a with block: see acquire
         try:
@@ -136,16 +153,11 @@ class ServerSessionPool:
         self.drain()
 
 
-def stale_before(timeout_minutes: int, now: float) -> float:
-    """Server sessions last used before this time are about to expire: they have less
-    than a minute left before the server considers them stale."""
-    return now - (timeout_minutes * 60.0 - EXPIRY_MARGIN)
-
-
 def session_timeout_minutes(description: TopologyDescription) -> Optional[int]:
     """The timeout the pool applies to server sessions: the topology's
     logicalSessionTimeoutMinutes, unknown (None) in load-balanced mode, where "the
-    driver ... use[s] this ServerSession" whatever its age."""
+    driver ... use[s] this ServerSession" whatever its age. A session less than
+    EXPIRY_MARGIN from it is about to expire."""
     if description.type is _LOAD_BALANCED:
         return None
     return description.logical_session_timeout_minutes

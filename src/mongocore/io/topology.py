@@ -55,20 +55,29 @@ from mongocore.errors import (
 )
 
 if TYPE_CHECKING:
+    from logging import Logger
+
     from mongocore.io.selection_log import SelectionLog
 
 _log = get_logger("mongocore.topology")
 
-#: selection_log, loaded once logging is (import statements cost on every call).
-_SELECTION_LOG: list[Callable[..., Optional[SelectionLog]]] = []
+#: selection_log and its logger, loaded once logging is (import statements cost on
+#: every call).
+_SELECTION_LOG: list[tuple[Callable[..., Optional[SelectionLog]], Logger]] = []
+_INFO = 20  # logging.INFO, without importing logging
 
 
-def _load_selection_log() -> Callable[..., Optional[SelectionLog]]:
-    from mongocore.io.selection_log import selection_log  # noqa: PLC0415 - see above
+def _load_selection_log() -> tuple[Callable[..., Optional[SelectionLog]], Logger]:
+    import logging  # noqa: PLC0415 - see above
+
+    from mongocore.io.selection_log import (  # noqa: PLC0415 - see above
+        SERVER_SELECTION_LOGGER,
+        selection_log,
+    )
 
     if not _SELECTION_LOG:
-        _SELECTION_LOG.append(selection_log)
-    return selection_log
+        _SELECTION_LOG.append((selection_log, logging.getLogger(SERVER_SELECTION_LOGGER)))
+    return _SELECTION_LOG[0]
 
 
 class MonitorLike(Protocol):
@@ -410,14 +419,18 @@ class Topology:
             deprioritized = tuple(deprioritized)
         log: Optional[SelectionLog] = None
         if "logging" in sys.modules:  # else nothing can have enabled the logger
-            selection_log = _SELECTION_LOG[0] if _SELECTION_LOG else _load_selection_log()
-            log = selection_log(
-                self.topology_id,
-                read_preference,
-                deprioritized=deprioritized,
-                operation=operation,
-                operation_id=operation_id,
-            )
+            selection_log, logger = _SELECTION_LOG[0] if _SELECTION_LOG else _load_selection_log()
+            # Asked here rather than by selection_log: two calls fewer per selection
+            # while the logger is off.
+            if logger.isEnabledFor(_INFO):
+                log = selection_log(
+                    self.topology_id,
+                    read_preference,
+                    deprioritized=deprioritized,
+                    operation=operation,
+                    operation_id=operation_id,
+                    logger=logger,
+                )
         description = self._description
         if log is not None:
             log.started(description)
