@@ -50,6 +50,7 @@ from mongocore.io.command_monitoring import next_operation_id
 from mongocore.io.operation import AttemptContext, Command, Operation
 
 _new_tuple = tuple.__new__
+_WRITE = RetryKind.WRITE  # bound once: an enum member read from its class costs more
 
 
 class ReturnDocument(enum.Enum):
@@ -129,14 +130,18 @@ class CollectionWrites(CollectionBase):
 
             # In a transaction every write is acknowledged: the commit has the write concern.
             acknowledged = write_concern._acknowledged or use.in_transaction
-            reply = self._write(
-                "insert",
-                build,
-                use,
-                retryable=True,
+            # What _write does, without its call.
+            op = Operation(
+                name="insert",
+                database=self._database._name,
+                build=build,
+                session=use,
+                retry=_WRITE,
+                acknowledged=acknowledged,
                 timeout_ms=timeout_ms,
                 operation_id=next_operation_id(),
             )
+            reply = self._run(op).reply
             if not acknowledged:
                 return InsertOneResult(statement["_id"], False)
             if "writeErrors" in reply or "writeConcernError" in reply:

@@ -228,7 +228,13 @@ class Executor:
             checks = type(policy) is not SingleAttemptPolicy
             described: Optional[bool] = None
             if checks:
-                described = self._description_supports(op, sd)
+                # Whether the description says the server supports retrying: for a
+                # write, the seed's isRetryableWritesSupported (a load balancer's
+                # connection tells); for a read, only its connection can tell.
+                if op.retry is _WRITE and sd.type is not _LOAD_BALANCER:
+                    described = supports_retryable_writes(
+                        sd.type, sd.max_wire_version, sd.logical_session_timeout_minutes
+                    )
                 refusal = policy.server_selected(described)
                 if refusal is not None:
                     raise refusal
@@ -465,7 +471,12 @@ class Executor:
                 timeout=timeout,
                 deadline=deadline,
             )
-        self._gossip(session, reply)
+        # _gossip without its call (every reply passes here).
+        cluster_time = reply.get("$clusterTime")
+        if cluster_time is not None:
+            self._clock.advance(cluster_time)
+        if not session._implicit:
+            session._process_reply(reply)
         if transaction is not None:
             transaction.reply(reply)
         # A dict lookup first: most replies have no writeConcernError.
@@ -543,13 +554,6 @@ class Executor:
             operation_id=operation_id,
         )
 
-    def _description_supports(self, op: Operation, sd: ServerDescription) -> Optional[bool]:
-        if op.retry is _WRITE and sd.type is not _LOAD_BALANCER:
-            return supports_retryable_writes(
-                sd.type, sd.max_wire_version, sd.logical_session_timeout_minutes
-            )
-        return None
-
     def _connection_supports(
         self,
         op: Operation,
@@ -558,7 +562,7 @@ class Executor:
         described: Optional[bool] = None,
     ) -> bool:
         """Whether this attempt's connection supports retrying; ``described``: what
-        :meth:`_description_supports` said of the same description, if it was asked."""
+        the description said (see _run), if it was asked."""
         if op.retry is _READ:
             return supports_retryable_reads(connection.max_wire_version)
         if op.retry is _WRITE:
