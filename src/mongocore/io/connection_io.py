@@ -199,7 +199,10 @@ class ConnectionIO:
         lock = self._lock
         lock.acquire()
         try:
-            if self.closed:
+            # A local: mypy would take self.closed as False for the rest of the method,
+            # though close() may set it during the I/O (see the end).
+            closed = self.closed
+            if closed:
                 raise unless_sent(self._closed_error(), False)  # nothing went out
             self._busy = True
         finally:
@@ -281,19 +284,16 @@ class ConnectionIO:
                 unless_sent(exc, sent)
             raise
         finally:
-            self._end_io()
+            # The I/O is over (here, not in a method of its own: one call less per command).
+            lock.acquire()  # as above
+            try:
+                self._busy = False
+                if self.closed:
+                    # close() ran during our I/O and left the descriptor to us.
+                    self._sock.close()
+            finally:
+                lock.release()
         return header, message
-
-    def _end_io(self) -> None:
-        lock = self._lock
-        lock.acquire()  # as in _exchange
-        try:
-            self._busy = False
-            if self.closed:
-                # close() ran during our I/O and left the descriptor to us.
-                self._sock.close()
-        finally:
-            lock.release()
 
     def _what_ran_out(
         self, timeout: Optional[float], limit: Optional[float], deadline: Optional[float]

@@ -159,18 +159,20 @@ def encode_op_msg(
     unknown = flag_bits & _REQUIRED_BITS & ~_KNOWN_REQUIRED_BITS
     if unknown or not 0 <= flag_bits <= 0xFFFFFFFF:
         raise ValueError(f"OP_MSG flagBits 0x{flag_bits:x} has bits this codec does not know")
+    encoded_body: Optional[Buffer] = None
     if sequences and limits is not None and type(body) is dict:
         merged = _body_with_sequences(body, sequences, limits.max_write_batch_size)
         if merged is not None:
             encoded_merged = _dict_to_bson(merged, False, codec_options)
             if len(encoded_merged) <= limits.max_bson_object_size:
-                body, sequences = encoded_merged, None
-    # encode_document() without its call for the usual body, a dict.
-    encoded_body = (
-        _dict_to_bson(body, False, codec_options)
-        if type(body) is dict
-        else encode_document(body, codec_options)
-    )
+                encoded_body, sequences = encoded_merged, None
+    if encoded_body is None:
+        # encode_document() without its call for the usual body, a dict.
+        encoded_body = (
+            _dict_to_bson(body, False, codec_options)
+            if type(body) is dict
+            else encode_document(body, codec_options)
+        )
     body_size = len(encoded_body)
     with_checksum = flag_bits & CHECKSUM_PRESENT
     # (The checks of check_command_size and check_message_size, without their calls.)
