@@ -493,6 +493,22 @@ def test_selection_is_computed_once_per_description() -> None:
     assert replica_set().selection_cache == {}
 
 
+def test_primary_reads_and_writes_share_one_window() -> None:
+    """Mode primary selects what a write selects: one cache entry serves both, and
+    it never serves another mode (a key of None for every mode would hand a
+    secondary read the primary)."""
+    td = replica_set()
+    assert select_server(td, PRIMARY) == td.servers[addr("p")]
+    entries = dict(td.selection_cache)
+    assert len(entries) == 1
+    assert select_server(td, None) == td.servers[addr("p")]
+    assert select_server(td, ReadPreference("primary")) == td.servers[addr("p")]
+    assert td.selection_cache == entries
+    secondary = select_server(td, SECONDARY, random.Random(1))
+    assert secondary is not None and secondary.address in {addr("s1"), addr("s2")}
+    assert SECONDARY in td.selection_cache
+
+
 # --- property: the choice is suitable and in the window -----------------------------
 
 TAGS = st.dictionaries(st.sampled_from(["dc", "rack"]), st.sampled_from(["a", "b"]), max_size=2)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import struct
 import threading
 import types
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -57,6 +59,7 @@ from mongocore.core.wire import (
     split_batches,
     unpack_header,
 )
+from mongocore.core.wire._documents import ENCODE_OPTIONS
 from mongocore.errors import DocumentTooLarge, NetworkError, OperationFailure, ProtocolError
 
 MAX = DEFAULT_MAX_MESSAGE_SIZE_BYTES
@@ -316,6 +319,37 @@ def test_op_msg_codec_options_apply_to_decoding() -> None:
     assert type(message.body) is OrderedDict
     assert type(message.body["a"]) is OrderedDict
     assert type(message.sequences["s"][0]) is OrderedDict
+
+
+def test_default_encoding_options_encode_as_bson_defaults() -> None:
+    """encode_op_msg's default options (ENCODE_OPTIONS, whose document class spares
+    bson a failed attribute look-up) encode every type as bson's defaults do, and
+    refuse what they refuse: options differing in anything that matters to encoding
+    (the UUID representation, the type registry, datetime handling) would fail here."""
+    document = {
+        "i": 1,
+        "l": bson.Int64(2),
+        "f": 1.5,
+        "s": "text",
+        "b": True,
+        "n": None,
+        "d": {"nested": [1, {"x": "y"}]},
+        "bin": bson.Binary(b"\x01" * 16, 4),
+        "oid": bson.ObjectId("64b7f0c2a1b2c3d4e5f60718"),
+        "dt": datetime.datetime(2024, 1, 2, 3, 4, 5, 678000),
+        "aware": datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+        "ts": bson.Timestamp(1, 2),
+        "dec": bson.Decimal128("1.25"),
+        "raw": RawBSONDocument(bson.encode({"r": 1})),
+    }
+    expected = bson.encode({"x": document})
+    assert encode_op_msg({"x": document}, 1)[21:] == expected
+    assert OpMsg(0, {"x": document}, {}).encode(1)[21:] == expected
+    assert ENCODE_OPTIONS.document_class is not dict  # the point of them
+    with pytest.raises(ValueError, match=r"UuidRepresentation\.UNSPECIFIED"):
+        encode_op_msg({"u": uuid.UUID(int=1)}, 1)
+    with pytest.raises(bson.errors.InvalidDocument):
+        encode_op_msg({"o": object()}, 1)
 
 
 def test_op_msg_decodes_from_bytearray_and_memoryview() -> None:

@@ -49,6 +49,10 @@ def _with_id(document: Mapping[str, Any]) -> Document:
     if "_id" in document:
         # _id first, as the server stores it (a document sent inside the command's
         # body keeps its own order, where bson moves _id first only at the top level).
+        # A dict that has it first already (the usual case) is sent as it is: nothing
+        # changes it.
+        if type(document) is dict and next(iter(document)) == "_id":
+            return document
         return {"_id": document["_id"], **document}
     new_id = ObjectId()
     if isinstance(document, dict):

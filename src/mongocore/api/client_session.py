@@ -224,7 +224,10 @@ class ClientSession(TransactionMixin):
         return server_session.session_id
 
     def _next_txn_number(self) -> Int64:
-        return self._server_session_for_use().next_txn_number()
+        server_session = self._server_session
+        if server_session is None or self._ended:  # as in _use_lsid: one call less
+            server_session = self._server_session_for_use()
+        return server_session.next_txn_number()
 
     def _mark_dirty(self) -> None:
         if self._server_session is not None:

@@ -259,13 +259,17 @@ class Executor:
                 if held is None and transaction is not None:
                     held = pin_transaction(op, transaction, sd, pool, connection)
                 try:
-                    refusal = (
-                        policy.connection_ready(
-                            self._connection_supports(op, sd, connection, described)
+                    refusal = None
+                    if checks:
+                        # What the description said stands for a connection that
+                        # supports sessions (see _connection_supports): one call less
+                        # for every write.
+                        supported = (
+                            described
+                            if described is not None and connection.supports_sessions
+                            else self._connection_supports(op, sd, connection, described)
                         )
-                        if checks
-                        else None
-                    )
+                        refusal = policy.connection_ready(supported)
                     if refusal is None:
                         if transaction is not None:
                             txn_number = op.session._transaction_number()

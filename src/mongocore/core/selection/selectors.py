@@ -473,11 +473,19 @@ def select_server(
         window = _latency_window(description, read_preference, deprioritized)
     else:
         cache = description.selection_cache
-        cached: Optional[tuple[ServerDescription, ...]] = cache.get(read_preference)
+        # Mode primary selects what a write selects (it takes no tags and no
+        # maxStalenessSeconds): both share the entry under None, found without
+        # ReadPreference.__hash__, a Python call on every read.
+        key = (
+            None
+            if read_preference is None or read_preference.mode is _MODE_PRIMARY
+            else read_preference
+        )
+        cached: Optional[tuple[ServerDescription, ...]] = cache.get(key)
         if cached is None:
             window = _latency_window(description, read_preference, ())
             if len(cache) < _MAX_CACHED_WINDOWS:
-                cache[read_preference] = window
+                cache[key] = window
         else:
             window = cached
     count = len(window)

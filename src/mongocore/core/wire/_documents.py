@@ -24,6 +24,21 @@ AnyCodecOptions = CodecOptions[Any]
 
 DEFAULT_OPTIONS: AnyCodecOptions = DEFAULT_CODEC_OPTIONS
 
+
+class _EncodingOnly(dict):  # type: ignore[type-arg]
+    """The document class of ENCODE_OPTIONS: never instantiated (nothing is decoded
+    with those options). bson's C extension reads the ``_type_marker`` of the
+    options' document class on every call (RawBSONDocument's is 101); ``dict`` has
+    none, and on Python 3.11 a missing attribute of a type raises and clears an
+    AttributeError, a cost paid on every message. 0 is what bson takes for "none"."""
+
+    _type_marker = 0
+
+
+#: The default options for encoding: the same encoding as DEFAULT_OPTIONS (the
+#: document class only matters when decoding), without that failed look-up.
+ENCODE_OPTIONS: AnyCodecOptions = DEFAULT_CODEC_OPTIONS.with_options(document_class=_EncodingOnly)
+
 # bson's encoder and decoder themselves (C when compiled), without the wrappers of
 # bson.encode() and bson.decode(), which only check the codec options' type: the
 # codecs call them once per message.

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Optional
 
 from mongocore.core.wire._documents import (
     DEFAULT_OPTIONS,
+    ENCODE_OPTIONS,
     AnyCodecOptions,
     Buffer,
     EncodedOrDocument,
@@ -113,7 +114,7 @@ class OpMsg(NamedTuple):
         self,
         request_id: int,
         response_to: int = 0,
-        codec_options: AnyCodecOptions = DEFAULT_OPTIONS,
+        codec_options: AnyCodecOptions = ENCODE_OPTIONS,
     ) -> bytes:
         """Encode this message again (a new checksum is computed if the flag is set)."""
         return encode_op_msg(
@@ -133,7 +134,7 @@ def encode_op_msg(
     response_to: int = 0,
     flag_bits: int = 0,
     sequences: Optional[Mapping[str, Sequence[EncodedOrDocument]]] = None,
-    codec_options: AnyCodecOptions = DEFAULT_OPTIONS,
+    codec_options: AnyCodecOptions = ENCODE_OPTIONS,
     limits: Optional[SizeLimits] = None,
 ) -> bytes:
     """Encode a whole OP_MSG, header included.
@@ -235,7 +236,8 @@ def _body_with_sequences(
     path then sends or refuses them, saying which)."""
     merged = dict(body)
     for identifier, documents in sequences.items():
-        _check_identifier(identifier, body)
+        if not identifier or "\x00" in identifier or identifier in body:
+            _check_identifier(identifier, body)  # raises, saying why
         if len(documents) > max_write_batch_size:
             return None
         for document in documents:
