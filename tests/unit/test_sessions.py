@@ -8,10 +8,12 @@ session ID locally", "Gossipping the cluster time"); Command Logging and Monitor
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 from typing import Any, Optional
 
 from bson import Binary, Int64, Timestamp
 
+from mongocore.api.client_session import ClientSession
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
@@ -98,6 +100,26 @@ def test_sessions_with_less_than_a_minute_left_are_not_used() -> None:
     pool.release(session, THIRTY)
     clock.now += 29 * 60 + 1  # 59 s left: discarded on acquire
     assert pool.acquire(THIRTY) is not session
+
+
+def test_sending_a_session_id_records_its_last_use() -> None:
+    """Every command that sends the id touches the server session: one acquired 29.5
+    minutes ago but last sent 9.5 minutes ago is still used (an lsid sent without
+    touching it would leave lastUse at its acquisition, and the pool would drop it)."""
+    clock = Clock()
+    pool = ServerSessionPool(clock)
+    client: Any = SimpleNamespace(
+        _session_pool=pool, _topology=SimpleNamespace(_description=THIRTY)
+    )
+    session = ClientSession(client, implicit=True)
+    lsid = session._use_lsid()
+    server_session = session._server_session
+    assert server_session is not None and lsid is server_session.session_id
+    clock.now += 20 * 60
+    assert session._use_lsid() is lsid
+    session.end_session()
+    clock.now += 9 * 60 + 30
+    assert pool.acquire(THIRTY) is server_session
 
 
 def test_a_session_returning_about_to_expire_is_not_pooled() -> None:

@@ -50,6 +50,7 @@ class ClientCommands:
     _codec_options: AnyCodecOptions
     _write_concern: WriteConcern
     _closed: bool
+    _executor_instance: Optional[Executor]
 
     @property
     def _executor(self) -> Executor:
@@ -187,8 +188,12 @@ class ClientCommands:
             # Given here, it stands in a transaction (else the transaction's applies).
             explicit_read_preference=read_preference is not None,
         )
+        # The client's executor, without its property's call once it exists.
+        executor = self._executor_instance
+        if executor is None:
+            executor = self._executor
         try:
-            return self._executor.run(op).reply
+            return executor.run(op).reply
         finally:
             if owned:
                 use.end_session()

@@ -111,7 +111,12 @@ class CollectionWrites(CollectionBase):
         statement = _with_id(document)
         owned = session is None
         write_concern = self._write_concern
-        use = self._write_session(session, write_concern)
+        # (The implicit session without _write_session's call.)
+        use = (
+            ClientSession(self._client, implicit=True)
+            if owned
+            else self._write_session(session, write_concern)
+        )
         try:
             body: Document = {"insert": self._name, "ordered": True}
             if write_concern._document:  # not the server's default

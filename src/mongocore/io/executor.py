@@ -194,11 +194,17 @@ class Executor:
         if transaction is not None:
             prepare_operation(op, transaction)
         timeout_ms = op.timeout_ms if op.timeout_ms is not None else self._default_timeout_ms
-        policy = _policy_for(
-            op,
-            self._retry_reads,
-            self._retry_writes,
-            self._socket_timeout is not None and timeout_ms is None,
+        # (An operation of one attempt, the generic command or a getMore, has the
+        # single-attempt policy whatever else holds: no call for it.)
+        policy = (
+            _SINGLE_ATTEMPT
+            if op.retry is _NONE
+            else _policy_for(
+                op,
+                self._retry_reads,
+                self._retry_writes,
+                self._socket_timeout is not None and timeout_ms is None,
+            )
         )
         deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         operation_id = op.operation_id if op.operation_id is not None else next_operation_id()
