@@ -3,8 +3,8 @@
 CPU time per operation moves by 10% and more between runs on a shared machine; the
 number of machine instructions a client executes for one operation does not. This
 script runs each client in a child interpreter under valgrind (``cachegrind``, no
-cache simulation), once with ``LOW`` and once with ``HIGH`` operations after the
-same warm-up, and divides the difference of the two totals by ``HIGH - LOW``: what
+cache simulation), twice per operation with the same warm-up and two counts of it
+(``OPERATIONS``), and divides the difference of the two totals by that of the counts: what
 remains is the user-space instructions of one operation, with start-up, imports and
 shutdown cancelled out. The kernel's part (the send, the receive, the wake-up: the
 floor of ``bench_cpu.py``) is not counted, so the ratio is that of the two clients'
@@ -34,25 +34,30 @@ from bench_cpu import DOCUMENTS, Driver, document
 from ratio_table import print_ratio_table
 from simulated import simulated
 
-LOW, HIGH = 100, 600
-WARM_UP = 30
-OPERATIONS = [("ping", "ping"), ("find_one by _id", "find_one"), ("insert_one", "insert_one")]
+# label, method, warm-up, and the two counts whose difference is measured (a find of
+# 1,000 documents costs a hundred times a ping: fewer of them give the same precision).
+OPERATIONS = [
+    ("ping", "ping", 30, 100, 600),
+    ("find_one by _id", "find_one", 30, 100, 600),
+    ("insert_one", "insert_one", 30, 100, 600),
+    (f"iterate a find of {DOCUMENTS:,} documents", "iterate_find", 3, 10, 40),
+]
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
-def child(driver: str, method: str, count: int, uri: str) -> None:
-    """Run in the child interpreter: warm up, then ``count`` operations."""
+def child(driver: str, method: str, warm_up: int, count: int, uri: str) -> None:
+    """Run in the child interpreter: ``warm_up`` operations, then ``count`` more."""
     module: Any = mongocore if driver == "mongocore" else pymongo
     client = module.MongoClient(uri, heartbeatFrequencyMS=600_000)
     bench = Driver(driver, client)
     bench.reset_inserts()
     op = getattr(bench, method)
-    for _ in range(WARM_UP + count):
+    for _ in range(warm_up + count):
         op()
     client.close()
 
 
-def instructions(driver: str, method: str, count: int, uri: str) -> int:
+def instructions(driver: str, method: str, warm_up: int, count: int, uri: str) -> int:
     """The total instructions of one child run, as valgrind reports them."""
     run = subprocess.run(
         [
@@ -65,6 +70,7 @@ def instructions(driver: str, method: str, count: int, uri: str) -> int:
             "--child",
             driver,
             method,
+            str(warm_up),
             str(count),
             uri,
         ],
@@ -78,15 +84,18 @@ def instructions(driver: str, method: str, count: int, uri: str) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-def per_operation(driver: str, method: str, uri: str) -> float:
-    low = instructions(driver, method, LOW, uri)
-    high = instructions(driver, method, HIGH, uri)
-    return (high - low) / (HIGH - LOW)
+def per_operation(driver: str, method: str, counts: tuple[int, int, int], uri: str) -> float:
+    """One operation's instructions: two runs differing only in their count of it
+    (``counts``: the warm-up, then the two counts)."""
+    warm_up, low, high = counts
+    fewer = instructions(driver, method, warm_up, low, uri)
+    more = instructions(driver, method, warm_up, high, uri)
+    return (more - fewer) / (high - low)
 
 
 def main() -> None:
-    if len(sys.argv) == 6 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+    if len(sys.argv) == 7 and sys.argv[1] == "--child":
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true")
@@ -99,21 +108,22 @@ def main() -> None:
         seed.bench.docs.insert_many([document(i) for i in range(DOCUMENTS)])
         seed.close()
         jobs = [
-            (label, driver, method)
-            for label, method in OPERATIONS
+            (label, driver, method, (warm_up, low, high))
+            for label, method, warm_up, low, high in OPERATIONS
             for driver in ("mongocore", "pymongo")
         ]
         # Two children at a time (valgrind is slow); counts do not depend on the overlap.
         with ThreadPoolExecutor(max_workers=2) as pool:
-            counts = list(pool.map(lambda job: per_operation(job[1], job[2], uri), jobs))
-    measured = dict(zip([(label, driver) for label, driver, _ in jobs], counts))
+            counts = list(pool.map(lambda job: per_operation(job[1], job[2], job[3], uri), jobs))
+    measured = dict(zip([(job[0], job[1]) for job in jobs], counts))
     rows = [
         (label, measured[(label, "mongocore")] / 1000, measured[(label, "pymongo")] / 1000)
-        for label, _ in OPERATIONS
+        for label, *_ in OPERATIONS
     ]
     print(
         f"pymongo {pymongo.version} (C extensions: {pymongo.has_c()}), user-space"
-        f" instructions per operation ({HIGH} - {LOW} operations, under valgrind)"
+        " instructions per operation (under valgrind: the difference of two runs with"
+        " 100 and 600 operations, 10 and 40 finds, divided by that difference)"
     )
     print_ratio_table(rows, heading="operation", unit="k instructions", markdown=args.markdown)
 
