@@ -171,10 +171,19 @@ def test_awaitable_hello_answers_when_the_state_changes(rs: ReplicaSet) -> None:
 
         waiter = threading.Thread(target=wait, name="test-awaitable-hello")
         waiter.start()
-        # The waiter is parked until the state changes; a step-down changes it.
+        # The waiter is parked until the state changes, and the member lists its
+        # connection as waiting meanwhile (what the spec runner waits for before it
+        # configures a fail point); a step-down changes the state.
+        connection_id = first["connectionId"]
+        with secondary.cond:
+            assert secondary.cond.wait_for(
+                lambda: connection_id in secondary.awaiting_hellos, timeout=30
+            )
         rs.step_down(10)
         waiter.join(timeout=30)
         assert not waiter.is_alive()
+        with secondary.cond:
+            assert connection_id not in secondary.awaiting_hellos
     reply = replies[0]
     counter = reply["topologyVersion"]["counter"]  # type: ignore[index]
     assert counter > first["topologyVersion"]["counter"]

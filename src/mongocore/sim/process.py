@@ -116,6 +116,10 @@ class Process(MessageLoop):
         # Incremented when the process stops being primary: blocked writes notice it.
         self.state_epoch = 0
         self.blocked_operations = 0
+        #: The connections (their ids, the hello's connectionId) now waiting in an
+        #: awaitable hello: a monitor that streams is in its steady state there. Guarded
+        #: by the owner's lock; a change notifies its condition.
+        self.awaiting_hellos: set[int] = set()
         # What serverStatus and currentOp report.
         self.opcounters = OpCounters()
         self.operations = OperationTable()
@@ -432,20 +436,25 @@ class Process(MessageLoop):
         if not isinstance(max_await, (int, float)) or isinstance(max_await, bool) or max_await < 0:
             raise CommandError(2, "maxAwaitTimeMS must be a non-negative integer")
         deadline = time.monotonic() + max_await / 1000.0
-        while True:
-            if not self.alive or conn.closed or self._owner.stopping:
-                raise CloseConnection
-            if self.partition_mode == "drop":
-                return None
-            if (
-                version.get("processId") != self.process_id
-                or version.get("counter") != self.counter
-            ):
-                return True
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return True
-            self.cond.wait(remaining)
+        self.awaiting_hellos.add(conn.id)
+        self.cond.notify_all()
+        try:
+            while True:
+                if not self.alive or conn.closed or self._owner.stopping:
+                    raise CloseConnection
+                if self.partition_mode == "drop":
+                    return None
+                if (
+                    version.get("processId") != self.process_id
+                    or version.get("counter") != self.counter
+                ):
+                    return True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return True
+                self.cond.wait(remaining)
+        finally:
+            self.awaiting_hellos.discard(conn.id)
 
     def _common_hello_fields(self, conn: Connection, cmd: Mapping[str, Any]) -> dict[str, Any]:
         doc: dict[str, Any] = {

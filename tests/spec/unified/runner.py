@@ -48,6 +48,7 @@ from tests.spec.unified.entities import (
 from tests.spec.unified.events import EventLog, LogCapture, assert_events, assert_log_messages
 from tests.spec.unified.matching import match, match_documents
 from tests.spec.unified.stable_api import server_api_of
+from tests.spec.unified.steady_monitoring import settle_monitoring
 
 #: The exceptions besides MongoCoreError an operation's invalid arguments raise.
 CLIENT_ERRORS = (ValueError, TypeError)
@@ -490,6 +491,12 @@ class TestRun:
 
     def _special(self, name: str, args: Mapping[str, Any]) -> None:
         entities = self.entities
+        if name in ("failPoint", "targetedFailPoint"):
+            # The fail point is for the test's commands, not its clients' first hellos.
+            settle_monitoring(
+                [e for e in entities.values() if isinstance(e, ClientEntity)],
+                self.deployment.processes(),
+            )
         if name == "failPoint":
             client = entities.client(args["client"])
             client.client.command("admin", dict(args["failPoint"]), ReadPreference(Mode.PRIMARY))
