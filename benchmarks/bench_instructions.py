@@ -122,8 +122,9 @@ def main() -> None:
     ]
     print(
         f"pymongo {pymongo.version} (C extensions: {pymongo.has_c()}), user-space"
-        " instructions per operation (under valgrind: the difference of two runs with"
-        " 100 and 600 operations, 10 and 40 finds, divided by that difference)"
+        " instructions per operation (under valgrind: the difference of two runs, "
+        + ", ".join(f"{low} and {high} of {method}" for _, method, _, low, high in OPERATIONS)
+        + ", divided by that difference)"
     )
     print_ratio_table(rows, heading="operation", unit="k instructions", markdown=args.markdown)
 
