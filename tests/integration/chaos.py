@@ -311,11 +311,20 @@ def new_txn_number_per_attempt() -> Iterator[list[int]]:
     renumbered: list[int] = []
 
     @functools.wraps(original)
-    def attempt(self: Executor, op: Any, **kwargs: Any) -> dict[str, Any]:
-        if kwargs.get("txn_number") is not None and op.attempts > 1:
-            kwargs["txn_number"] = op.session._next_txn_number()
-            renumbered.append(int(kwargs["txn_number"]))
-        return original(self, op, **kwargs)
+    def attempt(  # noqa: PLR0917 - Executor._attempt's own signature
+        self: Executor,
+        op: Any,
+        sd: Any,
+        connection: Any,
+        operation_id: int,
+        txn_number: Optional[Any],
+        deadline: Optional[float],
+        transaction: Any = None,
+    ) -> dict[str, Any]:
+        if txn_number is not None and op.attempts > 1:
+            txn_number = op.session._next_txn_number()
+            renumbered.append(int(txn_number))
+        return original(self, op, sd, connection, operation_id, txn_number, deadline, transaction)
 
     Executor._attempt = attempt  # type: ignore[method-assign]
     try:

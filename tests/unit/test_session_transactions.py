@@ -22,7 +22,7 @@ from mongocore.core.retry_policy import RetryKind
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.core.transaction_state import TransactionState
 from mongocore.errors import ConfigurationError, InvalidOperation
-from mongocore.io.operation import Command, Operation
+from mongocore.io.operation import Command, Operation, new_operation
 from mongocore.io.transaction_commands import add_transaction_fields, prepare_operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
@@ -126,7 +126,7 @@ def test_the_with_block_commits_on_success_and_aborts_on_an_exception(client: Cl
 
 
 def _operation(session: Any, read_preference: Any, *, explicit: bool = False) -> Operation:
-    return Operation(
+    return new_operation(
         name="find",
         database="db",
         build=lambda ctx: Command({"find": "c"}),

@@ -29,17 +29,17 @@ __all__ = ["ClientCommands"]
 
 _new_tuple = tuple.__new__
 
-#: ClientSession, Command, Operation: sessions and operations load with the first
+#: ClientSession, Command, new_operation: sessions and operations load with the first
 #: operation, not with the client (nor on every command: an import statement costs).
 _OPERATION_TYPES: list[Any] = []
 
 
 def _operation_types() -> list[Any]:
     from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
-    from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+    from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
     if not _OPERATION_TYPES:
-        _OPERATION_TYPES.extend((ClientSession, Command, Operation))
+        _OPERATION_TYPES.extend((ClientSession, Command, new_operation))
     return _OPERATION_TYPES
 
 
@@ -79,7 +79,7 @@ class ClientCommands:
         self._check_open()
         # Sessions and operations load with the first operation, not with the client.
         from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
-        from mongocore.io.operation import Command, Operation  # noqa: PLC0415 - see above
+        from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
         owned = session is None
         use = ClientSession(cast("Client", self), implicit=True) if session is None else session
@@ -96,7 +96,7 @@ class ClientCommands:
                 body["comment"] = comment
             return Command(body)
 
-        op = Operation(
+        op = new_operation(
             name="listDatabases",
             database="admin",
             build=build,
@@ -161,7 +161,7 @@ class ClientCommands:
             self._check_open()  # raises
         # One immutable instance for every command (selection caches per description).
         rp = read_preference if read_preference is not None else PRIMARY
-        session_class, command_class, operation_class = _OPERATION_TYPES or _operation_types()
+        session_class, command_class, make_operation = _OPERATION_TYPES or _operation_types()
 
         owned = session is None
         # (self is the Client this mixin is part of.)
@@ -173,7 +173,7 @@ class ClientCommands:
 
         name = next(iter(document), "command")
         write_concern = document.get("writeConcern")
-        op = operation_class(
+        op = make_operation(
             name=str(name),
             database=database,
             build=build,

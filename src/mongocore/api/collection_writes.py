@@ -47,7 +47,7 @@ from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.retry_policy import RetryKind
 from mongocore.io.command_monitoring import next_operation_id
-from mongocore.io.operation import AttemptContext, Command, Operation
+from mongocore.io.operation import AttemptContext, Command, new_operation
 
 _new_tuple = tuple.__new__
 _WRITE = RetryKind.WRITE  # bound once: an enum member read from its class costs more
@@ -73,7 +73,7 @@ class CollectionWrites(CollectionBase):
         timeout_ms: Optional[float],
         operation_id: Optional[int] = None,
     ) -> Document:
-        op = Operation(
+        op = new_operation(
             name=name,
             database=self._database._name,
             build=build,
@@ -136,7 +136,7 @@ class CollectionWrites(CollectionBase):
             # In a transaction every write is acknowledged: the commit has the write concern.
             acknowledged = write_concern._acknowledged or use.in_transaction
             # What _write does, without its call.
-            op = Operation(
+            op = new_operation(
                 name="insert",
                 database=self._database._name,
                 build=build,

@@ -18,7 +18,7 @@ from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     OperationFailure,
 )
-from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, new_operation
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -145,7 +145,7 @@ def _run_cursor_command(
 
     try:
         if write:
-            op = Operation(
+            op = new_operation(
                 name=name,
                 database=database,
                 build=build_and_keep,

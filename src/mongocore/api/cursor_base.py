@@ -25,7 +25,7 @@ from mongocore.errors import (
     OperationFailure,
     error_code,
 )
-from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, new_operation
 from mongocore.io.pinning import CURSOR, PinnedConnection
 
 if TYPE_CHECKING:
@@ -299,7 +299,7 @@ class _CursorBase:
             body.update(self._get_more_options)
             return Command(body)
 
-        op = Operation(
+        op = new_operation(
             name="getMore",
             database=db,
             build=build,
@@ -334,7 +334,7 @@ class _CursorBase:
         def build(ctx: AttemptContext) -> Command:
             return Command({"killCursors": coll, "cursors": [cursor_id]})
 
-        op = Operation(
+        op = new_operation(
             name="killCursors",
             database=db,
             build=build,

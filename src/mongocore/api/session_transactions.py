@@ -37,7 +37,7 @@ from mongocore.core.transaction_state import (
     TransactionState,
 )
 from mongocore.errors import InvalidOperation, MongoCoreError, write_concern_error_from_reply
-from mongocore.io.operation import AttemptContext, Command, Operation
+from mongocore.io.operation import AttemptContext, Command, new_operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
@@ -216,7 +216,7 @@ class TransactionMixin:
                 body["recoveryToken"] = transaction.recovery_token
             return Command(body)
 
-        op = Operation(
+        op = new_operation(
             name=command,
             database="admin",
             build=build,

@@ -16,7 +16,7 @@ from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     ConfigurationError,
 )
-from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation, new_operation
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
@@ -114,7 +114,7 @@ class _Target:
         read_concern: bool = True,
         opens_cursor: bool = False,
     ) -> CommandOutcome:
-        op = Operation(
+        op = new_operation(
             name=name,
             database=database,
             build=build,

@@ -286,14 +286,9 @@ class Executor:
                         else:
                             txn_number = None
                         op.attempts += 1
+                        # (Positional: keywords would cost a dict and name matching.)
                         reply = self._attempt(
-                            op,
-                            sd=sd,
-                            connection=connection,
-                            operation_id=operation_id,
-                            txn_number=txn_number,
-                            deadline=deadline,
-                            transaction=transaction,
+                            op, sd, connection, operation_id, txn_number, deadline, transaction
                         )
                         if sd.type is _LOAD_BALANCER:
                             pinned = pin_cursor(op, sd, pool, connection, reply, held=held)
@@ -368,14 +363,9 @@ class Executor:
             )
         op.attempts += 1
         try:
+            txn_number = None if transaction is None else op.session._transaction_number()
             reply = self._attempt(
-                op,
-                sd=sd,
-                connection=connection,
-                operation_id=operation_id,
-                txn_number=None if transaction is None else op.session._transaction_number(),
-                deadline=deadline,
-                transaction=transaction,
+                op, sd, connection, operation_id, txn_number, deadline, transaction
             )
         except MongoCoreError as exc:
             self._after_failure(op, server, sd, connection, exc)
@@ -391,10 +381,9 @@ class Executor:
 
     # --- one attempt -------------------------------------------------------------------
 
-    def _attempt(
+    def _attempt(  # noqa: PLR0917 - called positionally: keyword arguments cost more
         self,
         op: Operation,
-        *,
         sd: ServerDescription,
         connection: Connection,
         operation_id: int,
