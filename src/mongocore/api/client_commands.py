@@ -82,7 +82,8 @@ class ClientCommands:
         from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
         owned = session is None
-        use = ClientSession(cast("Client", self), implicit=True) if session is None else session
+        # An implicit session (ClientSession's third argument) unless one is given.
+        use = ClientSession(cast("Client", self), None, True) if session is None else session
 
         def build(ctx: AttemptContext) -> Command:
             body: dict[str, Any] = {"listDatabases": 1}
@@ -164,8 +165,9 @@ class ClientCommands:
         session_class, command_class, make_operation = _OPERATION_TYPES or _operation_types()
 
         owned = session is None
-        # (self is the Client this mixin is part of.)
-        use: ClientSession = session_class(self, implicit=True) if session is None else session
+        # An implicit session (ClientSession's third argument) unless one is given. (self
+        # is the Client this mixin is part of.)
+        use: ClientSession = session_class(self, None, True) if session is None else session
 
         def build(ctx: AttemptContext) -> Command:
             # Command(body) without the NamedTuple's generated __new__ (a Python call).

@@ -85,9 +85,10 @@ class ClientSession(TransactionMixin):
         self,
         client: Client,
         options: Optional[SessionOptions] = None,
-        *,
         implicit: bool = False,
     ) -> None:
+        # (Operations pass ``implicit`` positionally: a class called with a keyword
+        # argument packs it into a dict first, on every operation.)
         self._client = client
         # Read once: every attribute read on a Client goes through its __getattr__ hook.
         self._session_pool = client._session_pool

@@ -113,7 +113,7 @@ class CollectionWrites(CollectionBase):
         write_concern = self._write_concern
         # (The implicit session without _write_session's call.)
         use = (
-            ClientSession(self._client, implicit=True)
+            ClientSession(self._client, None, True)  # implicit
             if owned
             else self._write_session(session, write_concern)
         )

@@ -73,7 +73,7 @@ class _Target:
 
     def _session(self, session: Optional[ClientSession]) -> ClientSession:
         if session is None:
-            return ClientSession(self._client, implicit=True)
+            return ClientSession(self._client, None, True)  # implicit
         session._check_usable(self._client)
         return session
 
@@ -81,7 +81,7 @@ class _Target:
         self, session: Optional[ClientSession], write_concern: WriteConcern
     ) -> ClientSession:
         if session is None:  # what _session does, one call less for every write
-            return ClientSession(self._client, implicit=True)
+            return ClientSession(self._client, None, True)  # implicit
         # In a transaction the commit's write concern applies, never the target's.
         if not write_concern.acknowledged and not session.in_transaction:
             raise ConfigurationError(

@@ -389,7 +389,7 @@ class ReadPolicy(RetryPolicy):
     """
 
     def __init__(
-        self, enabled: bool, in_transaction: bool = False, *, count_socket_timeouts: bool
+        self, enabled: bool, count_socket_timeouts: bool, in_transaction: bool = False
     ) -> None:
         self.enabled = enabled and not in_transaction
         self.count_socket_timeouts = count_socket_timeouts

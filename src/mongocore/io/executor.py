@@ -123,11 +123,8 @@ def _policy_for(
     if operation.address is not None or operation.retry is _NONE:
         return _SINGLE_ATTEMPT
     if operation.retry is _READ:
-        return ReadPolicy(
-            retry_reads,
-            in_transaction,
-            count_socket_timeouts=socket_timeout_ms_set,
-        )
+        # (Positional: a class called with a keyword argument packs it into a dict.)
+        return ReadPolicy(retry_reads, socket_timeout_ms_set, in_transaction)
     return WritePolicy(retry_writes and operation.acknowledged and not in_transaction)
 
 
