@@ -106,6 +106,10 @@ class ClientSession(TransactionMixin):
         self._snapshot_time: Optional[Timestamp] = None
         #: Load-balanced mode: the connection the transaction is pinned to.
         self._pinned_connection: Optional[PinnedConnection] = None
+        # No transaction yet. (TransactionMixin's class default says the same, but on
+        # Python 3.11 a read that finds a class default instead of an instance value
+        # is not specialized, and every operation reads it three times.)
+        self._transaction = None
 
     # --- the spec's members ----------------------------------------------------------
 

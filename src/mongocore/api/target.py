@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 _dict_to_bson = bson._dict_to_bson
 
+# Bound once: an enum member read from its class costs more (EnumType.__getattr__).
+_READ, _NONE = RetryKind.READ, RetryKind.NONE
+
 # --- the shared machinery --------------------------------------------------------------
 
 
@@ -119,7 +122,7 @@ class _Target:
             database=database,
             build=build,
             session=session,
-            retry=RetryKind.READ if retryable else RetryKind.NONE,
+            retry=_READ if retryable else _NONE,
             read_preference=read_preference or self._read_preference,
             read_concern=self._read_concern.document if read_concern else None,
             timeout_ms=timeout_ms,
