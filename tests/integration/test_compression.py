@@ -21,7 +21,6 @@ from mongocore.core import compression
 from mongocore.core.compression import available_compressors, compressor_for
 from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError, NetworkError
-from mongocore.io import connection_settings as connection_settings_module
 from mongocore.io.auth import authenticator_for
 from mongocore.io.connection import Connection, connect
 from mongocore.io.connection_settings import ConnectionSettings
@@ -153,7 +152,7 @@ def test_settings_and_options(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     options = ClientOptions.from_uri("mongodb://h/?compressors=zstd,zlib&zlibCompressionLevel=9")
-    monkeypatch.setattr(connection_settings_module, "available_compressors", lambda: ("zlib",))
+    monkeypatch.setattr(compression, "available_compressors", lambda: ("zlib",))
     with caplog.at_level(logging.WARNING, logger="mongocore.connection"):
         settings = ConnectionSettings.from_options(options)
     assert settings.compressors == ("zlib",)

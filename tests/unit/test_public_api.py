@@ -329,6 +329,7 @@ NOT_FOR_A_PLAIN_CLIENT = (
     "mongocore.io.auth",  # authentication: SCRAM (hmac, hashlib), X.509, ...
     "mongocore.core.credentials",
     "hmac",
+    "mongocore.core.compression",  # compression: for clients that ask for it
     "zlib",  # compressors
     "zstandard",
     "snappy",
@@ -375,6 +376,15 @@ def test_the_first_plain_client_loads_only_what_it_needs() -> None:
     assert imported <= constructed
     for name in NOT_FOR_A_PLAIN_CLIENT:
         assert not _loaded(name, constructed), name
+
+
+def test_compression_loads_with_a_client_that_asks_for_it() -> None:
+    """The broken variant of the compression entry above: a client configured with a
+    compressor loads the module (and checks its compressors with it)."""
+    loaded = _modules_loaded_by(
+        f"from mongocore import MongoClient\nMongoClient({NOWHERE!r} + '&compressors=zlib').close()"
+    )
+    assert _loaded("mongocore.core.compression", loaded)
 
 
 def test_what_a_plain_client_leaves_out_loads_on_first_use() -> None:

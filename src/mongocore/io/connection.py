@@ -61,7 +61,6 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
 from mongocore.core.address import Address
-from mongocore.core.compression import Compressor, compressor_for, is_compressible, negotiate
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.retry_policy import RETRYABLE_WIRE_VERSION as SESSIONS_WIRE_VERSION
 from mongocore.core.stable_api import add_api_fields, requires_op_msg
@@ -105,6 +104,8 @@ from mongocore.io.handshake import handshake_command
 
 if TYPE_CHECKING:
     from types import EllipsisType
+
+    from mongocore.core.compression import Compressor
 
 __all__ = [
     "OP_MSG_WIRE_VERSION",
@@ -330,6 +331,12 @@ class Connection(ConnectionIO):
             self._service_id = reply.get("serviceId")
         server_compressors = reply.get("compression")
         if self._settings.compressors and isinstance(server_compressors, list):
+            # Compression loads for the clients that ask for it, not with every client.
+            from mongocore.core.compression import (  # noqa: PLC0415
+                compressor_for,
+                negotiate,
+            )
+
             name = negotiate(self._settings.compressors, server_compressors)
             if name is not None:
                 self._compressor = compressor_for(name, self._settings.zlib_compression_level)
@@ -408,8 +415,12 @@ class Connection(ConnectionIO):
                 number_to_return=-1,
                 limits=self.limits,
             )
-        if self._compressor is not None and is_compressible(next(iter(command), "")):
-            data = encode_op_compressed(data, self._compressor)
+        if self._compressor is not None:
+            # (Loaded by the handshake that chose the compressor.)
+            from mongocore.core.compression import is_compressible  # noqa: PLC0415
+
+            if is_compressible(next(iter(command), "")):
+                data = encode_op_compressed(data, self._compressor)
         if before_send is not None:
             before_send()
         effective = self._default_timeout if timeout is ... else timeout

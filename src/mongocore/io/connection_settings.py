@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from mongocore.core.compression import available_compressors, compressor_for
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.lazy_logger import get_logger
 from mongocore.driver_info import DriverInfoList
@@ -84,9 +83,13 @@ class ConnectionSettings:
             raise ConfigurationError(
                 f"compressors must be a sequence of distinct names, not {self.compressors!r}"
             )
-        for name in self.compressors:
-            # Unknown or not installed: the error says which, and what to install.
-            compressor_for(name, self.zlib_compression_level)
+        if self.compressors:
+            # Compression loads for the clients that ask for it, not with every client.
+            from mongocore.core.compression import compressor_for  # noqa: PLC0415
+
+            for name in self.compressors:
+                # Unknown or not installed: the error says which, and what to install.
+                compressor_for(name, self.zlib_compression_level)
 
     @classmethod
     def from_options(cls, options: ClientOptions) -> ConnectionSettings:
@@ -97,7 +100,11 @@ class ConnectionSettings:
         ``zstandard``, snappy without ``python-snappy``) is left out of the handshake
         with a warning, as the compression spec treats compressors it cannot use.
         """
-        available = available_compressors() if options.compressors else ()
+        available: tuple[str, ...] = ()
+        if options.compressors:
+            from mongocore.core.compression import available_compressors  # noqa: PLC0415
+
+            available = available_compressors()
         compressors = []
         for name in options.compressors:
             if name in available:

@@ -21,7 +21,6 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, Optional, Union
 
-from mongocore.core.compression import decompress
 from mongocore.core.wire._documents import DEFAULT_OPTIONS, AnyCodecOptions, Buffer
 from mongocore.core.wire.header import HEADER_SIZE, MsgHeader, OpCode, pack_header, unpack_header
 from mongocore.core.wire.legacy import OpQuery, OpReply, decode_op_query, decode_op_reply
@@ -110,6 +109,9 @@ def decode_op_compressed(
             f"OP_COMPRESSED uncompressedSize {size} exceeds the maximum message size"
             f" {max_message_size}"
         )
+    # Compression loads with the first compressed message, not with every client.
+    from mongocore.core.compression import decompress  # noqa: PLC0415
+
     view = body if isinstance(body, memoryview) else memoryview(body)
     inflated = decompress(compressor_id, view[_COMPRESSED_PREFIX.size :], size)
     if len(inflated) != size:
