@@ -17,6 +17,12 @@ whichever driver is not installed from a wheel). Runs alternate between the
 drivers; the best (lowest) of ``--repeat`` runs is reported. The ratio is
 mongocore's time divided by pymongo's.
 
+pymongo's import time depends on what else is installed: when it finds the
+packages of its ``ocsp`` extra (pyOpenSSL, service_identity) or of its other
+extras, its import loads them too (pyOpenSSL and cryptography cost tens of
+milliseconds). The script says which of them the measured interpreters loaded; a
+plain ``pip install pymongo`` has none.
+
 Run: python benchmarks/bench_import.py [--repeat 30] [--markdown]
 """
 
@@ -45,17 +51,29 @@ print(elapsed)
 
 CONSTRUCT = 'client = MongoClient("mongodb://localhost:1")'
 
+# Packages of pymongo's extras that its import loads when they are installed.
+OPTIONAL = ("OpenSSL", "service_identity", "cryptography", "pymongocrypt", "pymongo_auth_aws")
+
+LOADED = """
+import sys
+import {driver}
+print(", ".join(name for name in {optional!r} if name in sys.modules) or "none")
+"""
+
 SCENARIOS = [
     ("import MongoClient", "", ""),
     ("import MongoClient, construct a client", CONSTRUCT, "client.close()"),
 ]
 
 
-def run(code: str, env: dict[str, str]) -> float:
-    out = subprocess.run(
+def output(code: str, env: dict[str, str]) -> str:
+    return subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     ).stdout
-    return float(out.split()[-1])
+
+
+def run(code: str, env: dict[str, str]) -> float:
+    return float(output(code, env).split()[-1])
 
 
 def main() -> None:
@@ -79,9 +97,10 @@ def main() -> None:
                 for driver, code in codes.items():
                     best[driver] = min(best[driver], run(code, env))
             rows.append((label, best["mongocore"], best["pymongo"]))
+        optional = output(LOADED.format(driver="pymongo", optional=OPTIONAL), env).strip()
     print(
-        f"python {platform.python_version()}, pymongo {pymongo.version}, "
-        f"best of {args.repeat} fresh interpreters"
+        f"python {platform.python_version()}, pymongo {pymongo.version} (optional packages"
+        f" its import loaded: {optional}), best of {args.repeat} fresh interpreters"
     )
     in_ms = [(label, mine * 1e3, other * 1e3) for label, mine, other in rows]
     print_ratio_table(in_ms, heading="work", unit="ms", markdown=args.markdown)
