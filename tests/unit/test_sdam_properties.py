@@ -32,11 +32,12 @@ def hello(draw: st.DrawFn) -> Optional[dict[str, Any]]:
     )
     if kind == "fail":
         return None
-    reply: dict[str, Any] = {
-        "ok": 1,
-        "minWireVersion": 0,
-        "maxWireVersion": draw(st.sampled_from([9, 17, 21])),
-    }
+    # Now and then a server too old (maxWireVersion 5) or too new (minWireVersion 29)
+    # for mongocore: the description is then incompatible until it changes.
+    min_wire, max_wire = draw(
+        st.sampled_from([(0, 9), (0, 17), (0, 21), (0, 21), (0, 5), (29, 30)])
+    )
+    reply: dict[str, Any] = {"ok": 1, "minWireVersion": min_wire, "maxWireVersion": max_wire}
     if kind == "mongos":
         reply["msg"] = "isdbgrid"
     elif kind == "ghost":
@@ -117,6 +118,19 @@ def check_invariants(
         assert sd.address == addr
 
 
+def compatibility_from_scratch(td: TopologyDescription) -> Optional[str]:
+    """The compatibility of a new description of the same servers (nothing carried)."""
+    fresh = TopologyDescription(
+        td.type,
+        td.servers,
+        td.settings,
+        set_name=td.set_name,
+        max_election_id=td.max_election_id,
+        max_set_version=td.max_set_version,
+    )
+    return fresh.compatibility_error
+
+
 @given(settings(), st.lists(step, min_size=8, max_size=60))
 def test_random_outcomes_keep_the_invariants(
     config: TopologySettings, steps: list[tuple[str, Address, Any]]
@@ -161,6 +175,10 @@ def test_random_outcomes_keep_the_invariants(
         assert snapshot(transition.previous) == before
         td = transition.description
         check_invariants(td, initial_type, early_ghosts)
+        # Computed on every description, as selection does: apply() then carries a
+        # compatible verdict over when the checked server is compatible too. It must be
+        # what a pass over the servers finds.
+        assert td.compatibility_error == compatibility_from_scratch(td)
         assert not set(transition.added) & set(transition.removed)
         assert set(transition.added) <= set(td.servers)
         assert not set(transition.removed) & set(td.servers)

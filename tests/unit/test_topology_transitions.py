@@ -353,3 +353,64 @@ def test_a_set_version_that_cannot_be_ordered_does_not_replace_the_maximum() -> 
     transition = apply(td, sd)
     assert transition.description.servers[A].type is ServerType.RS_PRIMARY
     assert transition.description.max_set_version == 2
+
+
+# --- wire compatibility, carried from one description to the next ---
+#
+# "Checking wire protocol compatibility" is a pass over every server; apply() spares
+# it when the previous description was found compatible and the checked server is
+# compatible too (the only server an update can give wire versions to).
+
+WIRE = {"minWireVersion": 0, "maxWireVersion": 21}
+
+
+def compatible_set() -> TopologyDescription:
+    """A primary and a secondary, compatible, with the verdict computed (as selection does)."""
+    td = apply(replica_set(), primary(A, **WIRE)).description
+    td = apply(td, secondary(B, **WIRE)).description
+    assert td.compatibility_error is None
+    return td
+
+
+@pytest.mark.parametrize(
+    ("wire", "message"),
+    [
+        ({"minWireVersion": 0, "maxWireVersion": 5}, "reports wire version 5"),
+        ({"minWireVersion": 29, "maxWireVersion": 30}, "requires wire version 29"),
+    ],
+)
+def test_a_server_turning_incompatible_makes_the_description_incompatible(
+    wire: dict[str, int], message: str
+) -> None:
+    td = apply(compatible_set(), secondary(B, **wire)).description
+    assert not td.compatible
+    assert td.compatibility_error is not None and message in td.compatibility_error
+
+
+def test_a_compatible_verdict_is_carried_to_the_next_description() -> None:
+    # White-box on purpose: the verdict is set before anyone asks (the pass is spared).
+    td = apply(compatible_set(), secondary(B, tags={"dc": "ny"}, **WIRE)).description
+    assert td.__dict__["_compatibility_error"] is None
+    assert td.compatible
+
+
+def test_nothing_is_carried_from_a_description_never_checked() -> None:
+    td = apply(replica_set(), primary(A, **WIRE)).description  # compatibility not asked
+    after = apply(td, secondary(B, **WIRE)).description
+    assert after.__dict__["_compatibility_error"] is not None  # still to be computed
+    assert after.compatible
+
+
+def test_an_incompatible_description_is_checked_again_when_its_server_changes() -> None:
+    td = apply(compatible_set(), secondary(B, maxWireVersion=5)).description
+    assert not td.compatible
+    fixed = apply(td, secondary(B, **WIRE)).description
+    assert fixed.compatibility_error is None
+
+
+def test_a_checked_server_that_is_removed_keeps_the_description_compatible() -> None:
+    # B reports another set's name: it is removed, and what is left was compatible.
+    td = apply(compatible_set(), secondary(B, setName="other", **WIRE)).description
+    assert B not in td.servers
+    assert td.__dict__["_compatibility_error"] is None
+    assert td.compatible

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["ClientCommands"]
 
 _new_tuple = tuple.__new__
+# Bound once: an enum member read from its class goes through EnumType.__getattr__.
+_NONE = RetryKind.NONE
 
 #: ClientSession, Command, new_operation: sessions and operations load with the first
 #: operation, not with the client (nor on every command: an import statement costs).
@@ -180,7 +182,7 @@ class ClientCommands:
             database=database,
             build=build,
             session=use,
-            retry=RetryKind.NONE,
+            retry=_NONE,
             read_preference=rp,
             # An unacknowledged command never carries a session id.
             acknowledged=write_concern is None

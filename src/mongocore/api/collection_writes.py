@@ -51,6 +51,7 @@ from mongocore.io.operation import AttemptContext, Command, new_operation
 
 _new_tuple = tuple.__new__
 _WRITE = RetryKind.WRITE  # bound once: an enum member read from its class costs more
+_NONE = RetryKind.NONE
 
 
 class ReturnDocument(enum.Enum):
@@ -78,7 +79,7 @@ class CollectionWrites(CollectionBase):
             database=self._database._name,
             build=build,
             session=session,
-            retry=RetryKind.WRITE if retryable else RetryKind.NONE,
+            retry=_WRITE if retryable else _NONE,
             acknowledged=self._write_concern._acknowledged or session.in_transaction,
             timeout_ms=timeout_ms,
             operation_id=operation_id,

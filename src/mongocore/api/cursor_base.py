@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 #: NamespaceNotFound: listIndexes on a missing collection is an empty list.
 _NAMESPACE_NOT_FOUND = 26
+_NONE = RetryKind.NONE  # bound once: an enum member read from its class costs more
 
 
 def _cursor_id(value: Any) -> int:
@@ -304,7 +305,7 @@ class _CursorBase:
             database=db,
             build=build,
             session=session,
-            retry=RetryKind.NONE,
+            retry=_NONE,
             address=self._address,
             timeout_ms=self._timeout_ms,
             operation_id=self._operation_id,
@@ -339,7 +340,7 @@ class _CursorBase:
             database=db,
             build=build,
             session=session,
-            retry=RetryKind.NONE,
+            retry=_NONE,
             address=self._address,
             operation_id=self._operation_id,
             pinned=self._pinned,

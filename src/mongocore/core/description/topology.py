@@ -46,6 +46,12 @@ _MONGODB_VERSION_OF_WIRE = {6: "3.6", 7: "4.0", 8: "4.2", 9: "4.4", 13: "5.0", 1
 _T = TopologyType
 _S = ServerType
 _UNSET: Any = object()
+# Plain names for the members every heartbeat compares: looking a member up on an
+# Enum class goes through EnumType.__getattr__ on Python 3.11.
+_RS_PRIMARY = ServerType.RS_PRIMARY
+_UNKNOWN = ServerType.UNKNOWN
+_SINGLE = TopologyType.SINGLE
+_LOAD_BALANCED = TopologyType.LOAD_BALANCED
 
 
 class TopologyDescription:
@@ -110,22 +116,8 @@ class TopologyDescription:
         if error is _UNSET:
             error = None
             for sd in self._servers.values():
-                if sd.type in NO_WIRE_VERSIONS:  # nothing to compare yet
-                    continue
-                if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
-                    error = (
-                        f"Server at {sd.address} requires wire version {sd.min_wire_version}, "
-                        f"but this version of {DRIVER_NAME} only supports up to "
-                        f"{CLIENT_MAX_WIRE_VERSION}."
-                    )
-                    break
-                if sd.max_wire_version < CLIENT_MIN_WIRE_VERSION:
-                    error = (
-                        f"Server at {sd.address} reports wire version {sd.max_wire_version}, "
-                        f"but this version of {DRIVER_NAME} requires at least "
-                        f"{CLIENT_MIN_WIRE_VERSION} (MongoDB "
-                        f"{_MONGODB_VERSION_OF_WIRE[CLIENT_MIN_WIRE_VERSION]})."
-                    )
+                error = incompatibility(sd)
+                if error is not None:
                     break
             self.__dict__["_compatibility_error"] = error
         return error  # type: ignore[no-any-return]
@@ -150,7 +142,7 @@ class TopologyDescription:
     def primary(self) -> Optional[ServerDescription]:
         primary = self._primary
         if primary is _UNSET:
-            primary = next((s for s in self._servers.values() if s.type is _S.RS_PRIMARY), None)
+            primary = next((s for s in self._servers.values() if s.type is _RS_PRIMARY), None)
             self.__dict__["_primary"] = primary
         return primary  # type: ignore[no-any-return]
 
@@ -162,6 +154,27 @@ class TopologyDescription:
         servers = ", ".join(repr(sd) for sd in self._servers.values())
         name = f" setName={self.set_name!r}" if self.set_name else ""
         return f"<TopologyDescription {self.type.value}{name} servers=[{servers}]>"
+
+
+def incompatibility(sd: ServerDescription) -> Optional[str]:
+    """The seed's message if ``sd``'s wire version range does not meet mongocore's,
+    else None ("Checking wire protocol compatibility")."""
+    if sd.type in NO_WIRE_VERSIONS:  # nothing to compare yet
+        return None
+    if sd.min_wire_version > CLIENT_MAX_WIRE_VERSION:
+        return (
+            f"Server at {sd.address} requires wire version {sd.min_wire_version}, "
+            f"but this version of {DRIVER_NAME} only supports up to "
+            f"{CLIENT_MAX_WIRE_VERSION}."
+        )
+    if sd.max_wire_version < CLIENT_MIN_WIRE_VERSION:
+        return (
+            f"Server at {sd.address} reports wire version {sd.max_wire_version}, "
+            f"but this version of {DRIVER_NAME} requires at least "
+            f"{CLIENT_MIN_WIRE_VERSION} (MongoDB "
+            f"{_MONGODB_VERSION_OF_WIRE[CLIENT_MIN_WIRE_VERSION]})."
+        )
+    return None
 
 
 #: A description's attributes before _fill sets them (a dict display of them all costs
@@ -251,9 +264,17 @@ def _transition(update: _Update, applied: ServerDescription) -> Transition:
         update.max_set_version,
     )
     stored = update.servers.get(applied.address)
+    # Compatible before and the checked server compatible: compatible now, without a
+    # pass over every server at the next selection. An update changes no other server
+    # but to Unknown or PossiblePrimary (added, demoted or invalidated), which have no
+    # wire versions, or by removing it.
+    if previous._compatibility_error is None and (
+        stored is None or incompatibility(stored) is None
+    ):
+        description.__dict__["_compatibility_error"] = None
     ready: tuple[Address, ...] = ()
     if stored is not None and (
-        stored.type in DATA_BEARING or (stored.type is not _S.UNKNOWN and update.type is _T.SINGLE)
+        stored.type in DATA_BEARING or (stored.type is not _UNKNOWN and update.type is _SINGLE)
     ):
         ready = (stored.address,)
     # tuple.__new__ directly: the NamedTuple constructor is a Python-level call,
@@ -297,7 +318,7 @@ def apply(description: TopologyDescription, sd: ServerDescription) -> Transition
     update = _Update(description)
     topology_type = description.type
 
-    if topology_type is _T.SINGLE:
+    if topology_type is _SINGLE:
         replica_set = description.settings.replica_set
         if replica_set is not None and sd.set_name != replica_set:
             found = "no setName" if sd.set_name is None else f"setName {sd.set_name!r}"
@@ -312,7 +333,7 @@ def apply(description: TopologyDescription, sd: ServerDescription) -> Transition
         return _transition(update, sd)
 
     update.servers[sd.address] = sd
-    if topology_type is not _T.LOAD_BALANCED:
+    if topology_type is not _LOAD_BALANCED:
         handler = _TABLE[topology_type].get(sd.type)
         if handler is not None:
             try:

@@ -29,6 +29,12 @@ WIRE_VERSION_4_2 = 8
 
 _T = TopologyType
 _S = ServerType
+# Plain names for the members heartbeats compare and set: looking a member up on an
+# Enum class goes through EnumType.__getattr__ on Python 3.11.
+_RS_PRIMARY = ServerType.RS_PRIMARY
+_UNKNOWN = ServerType.UNKNOWN
+_WITH_PRIMARY = TopologyType.REPLICA_SET_WITH_PRIMARY
+_NO_PRIMARY = TopologyType.REPLICA_SET_NO_PRIMARY
 _NOTHING: Any = ()
 
 
@@ -93,16 +99,16 @@ class _Update:
     def check_if_has_primary(self) -> None:
         """checkIfHasPrimary."""
         if _has_primary(self.servers, self.previous):
-            self.type = _T.REPLICA_SET_WITH_PRIMARY
+            self.type = _WITH_PRIMARY
         else:
-            self.type = _T.REPLICA_SET_NO_PRIMARY
+            self.type = _NO_PRIMARY
 
     def mark_possible_primary(self, sd: ServerDescription) -> None:
         primary = sd.primary
         if primary is None:
             return
         current = self.servers.get(primary)
-        if current is not None and current.type is _S.UNKNOWN:
+        if current is not None and current.type is _UNKNOWN:
             self.servers[primary] = current.replace(type=_S.POSSIBLE_PRIMARY)
 
     def update_unknown_with_standalone(self, sd: ServerDescription) -> None:
@@ -136,7 +142,7 @@ class _Update:
             return
         # Had this member been the primary?
         if not _has_primary(self.servers, self.previous):
-            self.type = _T.REPLICA_SET_NO_PRIMARY
+            self.type = _NO_PRIMARY
             self.mark_possible_primary(sd)
 
     def update_rs_from_primary(self, sd: ServerDescription) -> None:
@@ -156,7 +162,7 @@ class _Update:
             return
 
         for other, other_sd in list(self.servers.items()):
-            if other != address and other_sd.type is _S.RS_PRIMARY:
+            if other != address and other_sd.type is _RS_PRIMARY:
                 self.servers[other] = ServerDescription.from_error(
                     other, "primary marked stale due to discovery of newer primary"
                 )
@@ -275,9 +281,9 @@ def _has_primary(
     hint = previous.primary
     if hint is not None:
         current = servers.get(hint.address)
-        if current is not None and current.type is _S.RS_PRIMARY:
+        if current is not None and current.type is _RS_PRIMARY:
             return True
-    return any(sd.type is _S.RS_PRIMARY for sd in servers.values())
+    return any(sd.type is _RS_PRIMARY for sd in servers.values())
 
 
 def _cmp_nullable(a: Any, b: Any) -> int:
