@@ -18,7 +18,13 @@ from bson import Int64, ObjectId
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.topology import (
+    CLIENT_MAX_WIRE_VERSION,
+    CLIENT_MIN_WIRE_VERSION,
+    TopologyDescription,
+    apply,
+    remove_all,
+)
 from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType, TopologyType
 
@@ -414,3 +420,20 @@ def test_a_checked_server_that_is_removed_keeps_the_description_compatible() -> 
     assert B not in td.servers
     assert td.__dict__["_compatibility_error"] is None
     assert td.compatible
+
+
+@pytest.mark.parametrize(
+    ("min_wire", "max_wire", "compatible"),
+    [
+        (CLIENT_MAX_WIRE_VERSION, CLIENT_MAX_WIRE_VERSION, True),  # the newest it speaks
+        (0, CLIENT_MIN_WIRE_VERSION, True),  # the oldest
+        (CLIENT_MAX_WIRE_VERSION + 1, CLIENT_MAX_WIRE_VERSION + 2, False),
+        (0, CLIENT_MIN_WIRE_VERSION - 1, False),
+    ],
+)
+def test_the_wire_version_range_bounds(min_wire: int, max_wire: int, compatible: bool) -> None:
+    wire = {"minWireVersion": min_wire, "maxWireVersion": max_wire}
+    fresh = apply(replica_set(), secondary(B, **wire)).description  # a pass over the servers
+    carried = apply(compatible_set(), secondary(B, **wire)).description  # the checked server
+    assert fresh.compatible is compatible
+    assert carried.compatible is compatible
