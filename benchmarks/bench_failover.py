@@ -9,6 +9,11 @@ failover time. Rounds alternate between the two
 clients. Reported: the median per client, their ratio (mongocore / pymongo: at
 most 1 means mongocore is no slower) and each one's distance from the floor.
 
+Each step-down comes after the writer has run for 0.3 s plus a random part of a
+heartbeat (seeded, the same sequence for both clients): with polling monitors, when
+a client finds the new primary depends on where the step-down falls between its
+monitors' checks, and a fixed delay would give each client the same luck every round.
+
 Run: python benchmarks/bench_failover.py [--rounds 6] [--mode stream|poll]
 """
 
@@ -16,11 +21,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import statistics
 import sys
 import threading
 import time
-from functools import partial
 from typing import Any, Callable
 
 import pymongo
@@ -30,10 +35,14 @@ from mongocore.api.client import Client
 from simulated import simulated
 
 ELECTION_DELAY = 0.2
+HEARTBEAT = 0.5  # heartbeatFrequencyMS of both clients, in seconds
 
 
 def measure(
-    write: Callable[[], object], prepare: Callable[[], object], step_down: Callable[[], bool]
+    write: Callable[[], object],
+    prepare: Callable[[], object],
+    step_down: Callable[[], bool],
+    settle: float,
 ) -> float:
     """Seconds from the step-down command to the first write acknowledged after it;
     NaN if the server refused to step down (then the round does not count)."""
@@ -56,7 +65,7 @@ def measure(
 
     thread = threading.Thread(target=writer)
     thread.start()
-    time.sleep(0.3)  # let the writer reach its steady state before the step-down
+    time.sleep(settle)  # the writer reaches its steady state before the step-down
     prepare()
     started = time.perf_counter()
     accepted = step_down()
@@ -69,13 +78,23 @@ def measure(
     return result.get("at", float("inf")) - started
 
 
+def new_document_writer(collection: Any) -> Callable[[], object]:
+    """Inserts a new document per call. (Both drivers give a document without ``_id``
+    the one they generate: a document inserted again would be a duplicate key.)"""
+
+    def write() -> object:
+        return collection.insert_one({"x": 1})
+
+    return write
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--mode", choices=["stream", "poll"], default="stream")
     args = parser.parse_args()
     with simulated("--replset", "3") as uri:
-        options: dict[str, Any] = {"heartbeatFrequencyMS": 500}
+        options: dict[str, Any] = {"heartbeatFrequencyMS": int(HEARTBEAT * 1000)}
         ours = Client(uri, retryWrites=True, serverMonitoringMode=args.mode, **options)
         theirs: pymongo.MongoClient[dict[str, Any]] = pymongo.MongoClient(
             uri, retryWrites=True, serverMonitoringMode=args.mode, **options
@@ -103,10 +122,17 @@ def main() -> None:
 
         ours_times: list[float] = []
         theirs_times: list[float] = []
+        # Each client draws its delays from its own generator of the same seed: the
+        # same sequence for both (see the docstring).
+        clients = [
+            (ours_times, ours_coll, random.Random(1)),
+            (theirs_times, theirs_coll, random.Random(1)),
+        ]
         while min(len(ours_times), len(theirs_times)) < args.rounds:
-            for times, coll in ((ours_times, ours_coll), (theirs_times, theirs_coll)):
+            for times, coll, delays in clients:
                 if len(times) < args.rounds:
-                    elapsed = measure(partial(coll.insert_one, {"x": 1}), warm_admin, step_down)
+                    settle = 0.3 + delays.uniform(0.0, HEARTBEAT)
+                    elapsed = measure(new_document_writer(coll), warm_admin, step_down, settle)
                     if not math.isnan(elapsed):  # the step-down happened
                         times.append(elapsed)
                 time.sleep(1.5)  # the stepped-down member may stand again after 1 s
