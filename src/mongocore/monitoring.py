@@ -2,7 +2,11 @@
 
 ``from mongocore import monitoring`` ports ``from pymongo import monitoring``: the
 classes are those of :mod:`mongocore.core.events`. Commands are monitored by
-:mod:`mongocore.io.command_monitoring`.
+:mod:`mongocore.io.command_monitoring`. The events keep the specifications' names
+and also answer to pymongo's (``server_address``, a heartbeat's ``connection_id``,
+``duration_micros``, ...); the names pymongo gives that the specifications do not
+are here too: ``TopologyOpenedEvent``, ``ConnectionClosedReason``,
+``ConnectionCheckOutFailedReason``. docs/from-pymongo.md lists what differs.
 """
 
 from __future__ import annotations
@@ -37,6 +41,17 @@ from mongocore.core.events import (
     TopologyListener,
     TopologyOpeningEvent,
 )
+from mongocore.io.pool_base import CheckOutFailedReason, ConnectionClosedReason
+
+#: pymongo's name for the topology's opening event (the SDAM spec's TopologyOpeningEvent).
+TopologyOpenedEvent = TopologyOpeningEvent
+
+
+class ConnectionCheckOutFailedReason(CheckOutFailedReason):
+    """pymongo's name for the check-out failure reasons, with its ``CONN_ERROR``."""
+
+    CONN_ERROR = CheckOutFailedReason.CONNECTION_ERROR
+
 
 __all__ = [
     "CommandFailedEvent",
@@ -44,10 +59,12 @@ __all__ = [
     "CommandStartedEvent",
     "CommandSucceededEvent",
     "ConnectionCheckOutFailedEvent",
+    "ConnectionCheckOutFailedReason",
     "ConnectionCheckOutStartedEvent",
     "ConnectionCheckedInEvent",
     "ConnectionCheckedOutEvent",
     "ConnectionClosedEvent",
+    "ConnectionClosedReason",
     "ConnectionCreatedEvent",
     "ConnectionPoolListener",
     "ConnectionReadyEvent",
@@ -66,5 +83,6 @@ __all__ = [
     "TopologyClosedEvent",
     "TopologyDescriptionChangedEvent",
     "TopologyListener",
+    "TopologyOpenedEvent",
     "TopologyOpeningEvent",
 ]

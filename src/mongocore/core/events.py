@@ -26,6 +26,16 @@ if TYPE_CHECKING:
 
 _log = get_logger("mongocore.events")
 
+
+def _pymongo_name(field_name: str) -> Any:
+    """A read-only attribute under pymongo's name for the field ``field_name``: the
+    events keep the specifications' names, and listeners written for pymongo's
+    events read theirs (docs/from-pymongo.md, "Monitoring")."""
+    return property(
+        lambda event: getattr(event, field_name), doc=f"pymongo's name for {field_name}"
+    )
+
+
 # --- SDAM: topology and server events -------------------------------------
 
 
@@ -51,11 +61,15 @@ class ServerOpeningEvent:
     topology_id: object
     address: Address
 
+    server_address = _pymongo_name("address")
+
 
 @dataclass(frozen=True)
 class ServerClosedEvent:
     topology_id: object
     address: Address
+
+    server_address = _pymongo_name("address")
 
 
 @dataclass(frozen=True)
@@ -64,6 +78,8 @@ class ServerDescriptionChangedEvent:
     address: Address
     previous_description: ServerDescription
     new_description: ServerDescription
+
+    server_address = _pymongo_name("address")
 
 
 SdamEvent = Union[
@@ -87,6 +103,9 @@ class ServerHeartbeatStartedEvent:
     driver_connection_id: int = 0
     server_connection_id: Optional[int] = None
 
+    #: pymongo's ``connection_id`` of a heartbeat is the server's address.
+    connection_id = _pymongo_name("address")
+
 
 @dataclass(frozen=True)
 class ServerHeartbeatSucceededEvent:
@@ -98,6 +117,8 @@ class ServerHeartbeatSucceededEvent:
     driver_connection_id: int = 0
     server_connection_id: Optional[int] = None
 
+    connection_id = _pymongo_name("address")
+
 
 @dataclass(frozen=True)
 class ServerHeartbeatFailedEvent:
@@ -108,6 +129,10 @@ class ServerHeartbeatFailedEvent:
     #: As in ServerHeartbeatStartedEvent.
     driver_connection_id: int = 0
     server_connection_id: Optional[int] = None
+
+    connection_id = _pymongo_name("address")
+    #: pymongo's ``reply`` of a failed heartbeat is the error.
+    reply = _pymongo_name("failure")
 
 
 # --- command monitoring ------------------------------------------------------
@@ -139,6 +164,11 @@ class CommandSucceededEvent:
     server_connection_id: Optional[int] = None
     service_id: Optional[object] = None
 
+    @property
+    def duration_micros(self) -> int:
+        """pymongo's form of ``duration`` (seconds): whole microseconds."""
+        return int(self.duration * 1_000_000)
+
 
 @dataclass(frozen=True)
 class CommandFailedEvent:
@@ -152,6 +182,11 @@ class CommandFailedEvent:
     connection_id: int
     server_connection_id: Optional[int] = None
     service_id: Optional[object] = None
+
+    @property
+    def duration_micros(self) -> int:
+        """pymongo's form of ``duration`` (seconds): whole microseconds."""
+        return int(self.duration * 1_000_000)
 
 
 # --- connection pool (CMAP) ----------------------------------------------------
@@ -173,6 +208,8 @@ class PoolClearedEvent:
     address: Address
     service_id: Optional[object] = None
     interrupt_in_use_connections: bool = False
+
+    interrupt_connections = _pymongo_name("interrupt_in_use_connections")
 
 
 @dataclass(frozen=True)
@@ -214,6 +251,11 @@ class ConnectionCheckOutFailedEvent:
     duration: float
     #: With reason "connectionError", the error the checkOut raises.
     error: Optional[BaseException] = None
+
+    @property
+    def connection_id(self) -> int:
+        """pymongo's: always 0 (no connection was checked out)."""
+        return 0
 
 
 @dataclass(frozen=True)

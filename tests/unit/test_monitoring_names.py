@@ -1,0 +1,91 @@
+"""Listeners written for pymongo's events work with mongocore's: the pymongo names.
+
+mongocore's events keep the specifications' names (``address``, ``duration`` in
+seconds, ``TopologyOpeningEvent``) and answer to pymongo's as well. The rule checked
+here: every attribute pymongo's event of the same name has, and every public name of
+``pymongo.monitoring``, exists in mongocore, but for the knowing differences of
+docs/from-pymongo.md ("Monitoring events").
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pymongo.monitoring as pymongo_monitoring
+import pytest
+
+from mongocore import monitoring
+from mongocore.core.address import Address
+from mongocore.core.description.server import ServerDescription
+
+A = Address("a", 27017)
+
+#: docs/from-pymongo.md, "Monitoring events": names pymongo.monitoring has that
+#: mongocore.monitoring does not (typing helpers and pymongo's own types aside).
+NOT_PROVIDED = {"register", "TopologyEvent"}
+PYMONGO_INTERNALS = {"Any", "TYPE_CHECKING", "abc", "namedtuple", "Hello", "HelloCompat"}
+
+
+def pymongo_public_names() -> set[str]:
+    return {name for name in vars(pymongo_monitoring) if not name.startswith("_")}
+
+
+def test_every_public_name_of_pymongo_monitoring_is_provided_or_listed() -> None:
+    missing = pymongo_public_names() - set(dir(monitoring)) - PYMONGO_INTERNALS
+    assert missing == NOT_PROVIDED
+
+
+def pymongo_event_classes() -> list[str]:
+    return sorted(
+        name
+        for name in pymongo_public_names()
+        if name.endswith("Event") and name not in NOT_PROVIDED
+    )
+
+
+@pytest.mark.parametrize("name", pymongo_event_classes())
+def test_each_event_has_every_attribute_of_pymongo_s(name: str) -> None:
+    theirs = getattr(pymongo_monitoring, name)
+    ours = getattr(monitoring, name)
+    wanted = {attr for attr, value in inspect.getmembers(theirs) if isinstance(value, property)}
+    fields = set(getattr(ours, "__annotations__", {}))
+    for klass in ours.__mro__:
+        fields |= set(getattr(klass, "__annotations__", {}))
+    have = fields | {
+        attr for attr, value in inspect.getmembers(ours) if isinstance(value, property)
+    }
+    assert wanted <= have, sorted(wanted - have)
+
+
+def test_the_pymongo_names_give_the_same_values() -> None:
+    error = OSError("refused")
+    started = monitoring.ServerHeartbeatStartedEvent(A, False)
+    succeeded = monitoring.ServerHeartbeatSucceededEvent(A, 0.25, {"ok": 1}, True)
+    failed = monitoring.ServerHeartbeatFailedEvent(A, 0.5, error, False)
+    assert started.connection_id == succeeded.connection_id == failed.connection_id == A
+    assert failed.reply is error
+    sd = ServerDescription(A)
+    assert monitoring.ServerOpeningEvent(1, A).server_address == A
+    assert monitoring.ServerClosedEvent(1, A).server_address == A
+    assert monitoring.ServerDescriptionChangedEvent(1, A, sd, sd).server_address == A
+    common = {"database_name": "db", "command_name": "ping", "request_id": 1}
+    common.update(operation_id=1, address=A, connection_id=3)
+    assert monitoring.CommandSucceededEvent(0.0012345, {"ok": 1}, **common).duration_micros == 1234
+    assert monitoring.CommandFailedEvent(2.5, error, **common).duration_micros == 2_500_000
+    cleared = monitoring.PoolClearedEvent(A, interrupt_in_use_connections=True)
+    assert cleared.interrupt_connections is True
+    assert monitoring.PoolClearedEvent(A).interrupt_connections is False
+    failed_checkout = monitoring.ConnectionCheckOutFailedEvent(A, "timeout", 0.1)
+    assert failed_checkout.connection_id == 0
+
+
+def test_pymongo_s_names_for_the_reasons_and_the_opening_event() -> None:
+    assert monitoring.TopologyOpenedEvent is monitoring.TopologyOpeningEvent
+    for name in ("STALE", "IDLE", "ERROR", "POOL_CLOSED"):
+        assert getattr(monitoring.ConnectionClosedReason, name) == getattr(
+            pymongo_monitoring.ConnectionClosedReason, name
+        )
+    for name in ("TIMEOUT", "POOL_CLOSED", "CONN_ERROR"):
+        assert getattr(monitoring.ConnectionCheckOutFailedReason, name) == getattr(
+            pymongo_monitoring.ConnectionCheckOutFailedReason, name
+        )
