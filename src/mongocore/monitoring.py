@@ -6,7 +6,8 @@ classes are those of :mod:`mongocore.core.events`. Commands are monitored by
 and also answer to pymongo's (``server_address``, a heartbeat's ``connection_id``,
 ``duration_micros``, ...); the names pymongo gives that the specifications do not
 are here too: ``TopologyOpenedEvent``, ``ConnectionClosedReason``,
-``ConnectionCheckOutFailedReason``. docs/from-pymongo.md lists what differs.
+``ConnectionCheckOutFailedReason``; and ``register()``, which gives a listener to every
+client created afterwards. docs/from-pymongo.md lists what differs.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from mongocore.core.events import (
     TopologyDescriptionChangedEvent,
     TopologyListener,
     TopologyOpeningEvent,
+    register,
 )
 from mongocore.io.pool_base import CheckOutFailedReason, ConnectionClosedReason
 
@@ -85,4 +87,5 @@ __all__ = [
     "TopologyListener",
     "TopologyOpenedEvent",
     "TopologyOpeningEvent",
+    "register",
 ]

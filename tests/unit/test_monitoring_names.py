@@ -15,14 +15,16 @@ import pymongo.monitoring as pymongo_monitoring
 import pytest
 
 from mongocore import monitoring
+from mongocore.api.client import Client
+from mongocore.core import events
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 
 A = Address("a", 27017)
 
-#: docs/from-pymongo.md, "Monitoring events": names pymongo.monitoring has that
+#: docs/from-pymongo.md, "Monitoring events": the name pymongo.monitoring has that
 #: mongocore.monitoring does not (typing helpers and pymongo's own types aside).
-NOT_PROVIDED = {"register", "TopologyEvent"}
+NOT_PROVIDED = {"TopologyEvent"}
 PYMONGO_INTERNALS = {"Any", "TYPE_CHECKING", "abc", "namedtuple", "Hello", "HelloCompat"}
 
 
@@ -89,3 +91,38 @@ def test_pymongo_s_names_for_the_reasons_and_the_opening_event() -> None:
         assert getattr(monitoring.ConnectionCheckOutFailedReason, name) == getattr(
             pymongo_monitoring.ConnectionCheckOutFailedReason, name
         )
+
+
+class Opened(monitoring.TopologyListener):
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name, self.log = name, log
+
+    def opened(self, event: monitoring.TopologyOpeningEvent) -> None:
+        self.log.append(self.name)
+
+
+def test_register_gives_a_listener_to_every_client_created_afterwards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(events, "_REGISTERED", [])  # the registry is the process's
+    log: list[str] = []
+    before = Client("mongodb://127.0.0.1:9", serverSelectionTimeoutMS=100)
+    monitoring.register(Opened("registered", log))
+    try:
+        assert log == []  # a client that exists already is not changed
+        after = Client(
+            "mongodb://127.0.0.1:9",
+            serverSelectionTimeoutMS=100,
+            event_listeners=[Opened("own", log)],
+        )
+        after.close()
+    finally:
+        before.close()
+    assert log == ["registered", "own"]  # pymongo's order: the registered ones first
+
+
+def test_register_refuses_what_is_not_a_listener(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(events, "_REGISTERED", [])
+    with pytest.raises(TypeError, match="must subclass one of the listener classes"):
+        monitoring.register(object())  # type: ignore[arg-type]
+    assert events.registered_listeners() == ()

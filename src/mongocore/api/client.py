@@ -28,7 +28,7 @@ from mongocore.api.watch import ClientWatch
 from mongocore.core import codec, deferred_dataclass
 from mongocore.core.address import Address
 from mongocore.core.description.topology import TopologyDescription
-from mongocore.core.events import EventPublisher, Listener
+from mongocore.core.events import EventPublisher, Listener, registered_listeners
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.options import ClientOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
@@ -119,7 +119,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         topology_id = ObjectId()
         # SDAM and CMAP log messages (mongocore.io.log_messages, mongocore.io.pool_log):
         # subscribed only if their logger is enabled for DEBUG when the client is created.
-        self._publisher = EventPublisher([*event_listeners, *_log_listeners(topology_id)])
+        self._publisher = EventPublisher(
+            [*registered_listeners(), *event_listeners, *_log_listeners(topology_id)]
+        )
         self._srv_poller: Optional[SrvPoller] = None
         # document_class, tzinfo, type_registry, codec_options: Python objects, never
         # connection-string options.

@@ -342,6 +342,40 @@ Listener = Union[
 
 _L = TypeVar("_L")
 
+_LISTENER_CLASSES = (
+    TopologyListener,
+    ServerListener,
+    ServerHeartbeatListener,
+    CommandListener,
+    ConnectionPoolListener,
+)
+
+
+def _check_listeners(listeners: Sequence[object]) -> None:
+    unknown = [x for x in listeners if not isinstance(x, _LISTENER_CLASSES)]
+    if unknown:
+        raise TypeError(
+            f"event listeners must subclass one of the listener classes in "
+            f"mongocore.core.events, not {type(unknown[0]).__name__}"
+        )
+
+
+#: The listeners of every client created from now on (register()).
+_REGISTERED: list[Listener] = []
+
+
+def register(listener: Listener) -> None:
+    """Give ``listener`` to every client created from now on, before the client's own
+    ``event_listeners`` (pymongo's ``monitoring.register``). Clients that exist
+    already are not changed; there is no way to take it back, as in pymongo."""
+    _check_listeners([listener])
+    _REGISTERED.append(listener)
+
+
+def registered_listeners() -> tuple[Listener, ...]:
+    """The listeners register() gave, in order."""
+    return tuple(_REGISTERED)
+
 
 class EventPublisher:
     """Holds the registered listeners and delivers events to them.
@@ -351,30 +385,12 @@ class EventPublisher:
 
     def __init__(self, listeners: Iterable[Listener] = ()) -> None:
         listeners = list(listeners)
+        _check_listeners(listeners)
         self.topology_listeners = [x for x in listeners if isinstance(x, TopologyListener)]
         self.server_listeners = [x for x in listeners if isinstance(x, ServerListener)]
         self.heartbeat_listeners = [x for x in listeners if isinstance(x, ServerHeartbeatListener)]
         self.command_listeners = [x for x in listeners if isinstance(x, CommandListener)]
         self.pool_listeners = [x for x in listeners if isinstance(x, ConnectionPoolListener)]
-        unknown = [
-            x
-            for x in listeners
-            if not isinstance(
-                x,
-                (
-                    TopologyListener,
-                    ServerListener,
-                    ServerHeartbeatListener,
-                    CommandListener,
-                    ConnectionPoolListener,
-                ),
-            )
-        ]
-        if unknown:
-            raise TypeError(
-                f"event listeners must subclass one of the listener classes in "
-                f"mongocore.core.events, not {type(unknown[0]).__name__}"
-            )
 
     @property
     def has_sdam_listeners(self) -> bool:
