@@ -36,6 +36,13 @@ def _pymongo_name(field_name: str) -> Any:
     )
 
 
+#: pymongo's form of a command event's ``duration`` (seconds): whole microseconds.
+_DURATION_MICROS: Any = property(
+    lambda event: int(event.duration * 1_000_000),
+    doc="pymongo's form of duration (seconds): whole microseconds",
+)
+
+
 # --- SDAM: topology and server events -------------------------------------
 
 
@@ -164,10 +171,7 @@ class CommandSucceededEvent:
     server_connection_id: Optional[int] = None
     service_id: Optional[object] = None
 
-    @property
-    def duration_micros(self) -> int:
-        """pymongo's form of ``duration`` (seconds): whole microseconds."""
-        return int(self.duration * 1_000_000)
+    duration_micros = _DURATION_MICROS
 
 
 @dataclass(frozen=True)
@@ -183,10 +187,7 @@ class CommandFailedEvent:
     server_connection_id: Optional[int] = None
     service_id: Optional[object] = None
 
-    @property
-    def duration_micros(self) -> int:
-        """pymongo's form of ``duration`` (seconds): whole microseconds."""
-        return int(self.duration * 1_000_000)
+    duration_micros = _DURATION_MICROS
 
 
 # --- connection pool (CMAP) ----------------------------------------------------
