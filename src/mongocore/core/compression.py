@@ -126,6 +126,11 @@ class Compressor:
     name = "noop"
     id = 0
 
+    def may_compress(self, command_name: str) -> bool:
+        """:func:`is_compressible`, for a connection that holds only its compressor
+        (and so need not import this module on every command)."""
+        return is_compressible(command_name)
+
     def compress(self, data: Buffer) -> bytes:
         return bytes(data)
 

@@ -415,12 +415,9 @@ class Connection(ConnectionIO):
                 number_to_return=-1,
                 limits=self.limits,
             )
-        if self._compressor is not None:
-            # (Loaded by the handshake that chose the compressor.)
-            from mongocore.core.compression import is_compressible  # noqa: PLC0415
-
-            if is_compressible(next(iter(command), "")):
-                data = encode_op_compressed(data, self._compressor)
+        compressor = self._compressor
+        if compressor is not None and compressor.may_compress(next(iter(command), "")):
+            data = encode_op_compressed(data, compressor)
         if before_send is not None:
             before_send()
         effective = self._default_timeout if timeout is ... else timeout
