@@ -11,6 +11,7 @@ $$unsetOrMatches, $$sessionLsid, $$lte, $$matchAsDocument, $$matchAsRoot).
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
@@ -104,7 +105,9 @@ def _fail(path: str, message: str) -> AssertionError:
 def _same_scalar(expected: Any, actual: Any) -> bool:
     if _is_number(expected) and _is_number(actual):
         if isinstance(expected, float) or isinstance(actual, float):
-            return bool(float(expected) == float(actual))
+            # BSON compares NaN equal to NaN (a stored NaN is found by a NaN query).
+            both_nan = math.isnan(float(expected)) and math.isnan(float(actual))
+            return both_nan or bool(float(expected) == float(actual))
         return int(expected) == int(actual)
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
