@@ -9,7 +9,8 @@ Each test runs on every simulated topology its ``runOnRequirements``
 cluster (one mongos), a load-balanced mongos, a standalone. The runner knows the
 entities and operations the suite uses (clients with command monitoring, databases,
 collections; createChangeStream, iterateUntilDocumentOrError, the CRUD writes,
-createCollection, dropCollection, rename, runCommand, failPoint) and checks
+createCollection, dropCollection, rename, createIndex, dropIndex, runCommand,
+failPoint) and checks
 ``expectResult``, ``expectError`` and ``expectEvents`` (commandStartedEvent) with the
 unified format's matching rules.
 """
@@ -46,6 +47,12 @@ Deployment = Union[ReplicaSet, ShardedCluster, Standalone]
 def _version(text: str) -> tuple[int, ...]:
     parts = [int(p) for p in text.split(".")]
     return tuple(parts + [0] * (3 - len(parts)))
+
+
+def _options(arguments: Mapping[str, Any], *taken: str) -> dict[str, Any]:
+    """An operation's other arguments, as pymongo's keyword arguments (the unified
+    format's camelCase names are the server's, which pymongo passes on)."""
+    return {key: value for key, value in arguments.items() if key not in taken}
 
 
 def _allows(requirement: Mapping[str, Any], topology: str) -> bool:
@@ -206,7 +213,13 @@ class _Runner:
             collection = arguments.pop("collection")
             return target.create_collection(collection, **arguments)
         if name == "rename":
-            return target.rename(arguments["to"])
+            return target.rename(arguments["to"], **_options(arguments, "to"))
+        if name == "createIndex":
+            return target.create_index(
+                list(arguments["keys"].items()), **_options(arguments, "keys")
+            )
+        if name == "dropIndex":
+            return target.drop_index(arguments["name"])
         if name == "runCommand":
             return target.command(arguments["command"])
         raise AssertionError(f"operation {name} is not used by this suite")

@@ -1,6 +1,7 @@
-"""Collecting a unified suite (tests/spec/unified/cases.py): one file the runner
-cannot evaluate fails its own tests, and the suite's other files still get their
-deployments."""
+"""The unified runner's reading of a test file (tests/spec/unified/cases.py and the
+start of runner.TestRun.run): one file it cannot evaluate fails its own tests while
+the suite's other files still get their deployments; requirements of newer schema
+versions are evaluated; a test field it does not know is refused, never ignored."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import pytest
 
 from tests.spec.unified.cases import UnifiedCase, environments, needed_environments
 from tests.spec.unified.deployments import Environment
+from tests.spec.unified.entities import UnsupportedFeature
+from tests.spec.unified.runner import TestRun
 
 
 def _case(tmp_path: Path, name: str, document: dict[str, Any]) -> Any:
@@ -46,3 +49,27 @@ def test_a_file_the_runner_cannot_evaluate_does_not_stop_the_others(tmp_path: Pa
     document, test = unknown_field.values[0].load()
     with pytest.raises(ValueError, match="poolBackoff"):
         environments(document, test)
+
+
+@pytest.mark.parametrize(
+    "requirement",
+    [
+        {"csfle": True},
+        {"csfle": {"minLibmongocryptVersion": "1.13.0"}},
+        {"minLibmongocryptVersion": "1.13.0"},
+    ],
+)
+def test_client_side_encryption_requirements_are_never_met(requirement: dict[str, Any]) -> None:
+    """csfle (a boolean, or an object since schema 1.25) and minLibmongocryptVersion
+    (1.26) ask for libmongocrypt, which mongocore does not use."""
+    file = _file("1.28", [requirement])
+    assert environments(file, file["tests"][0]) == []
+
+
+def test_a_test_field_the_runner_does_not_know_is_refused() -> None:
+    """The broken variant this catches: ignoring an expectation of a newer schema
+    (expectTracingMessages), so that the test passes without it being checked."""
+    file = _file("1.28", None)
+    test = {**file["tests"][0], "expectTracingMessages": [{"client": "c", "spans": []}]}
+    with pytest.raises(UnsupportedFeature, match="expectTracingMessages"):
+        TestRun(file, test, deployment=None).run()  # type: ignore[arg-type]

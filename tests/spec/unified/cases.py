@@ -20,8 +20,14 @@ import pytest
 from tests.spec import specdata
 from tests.spec.unified.deployments import SERVER_VERSION, TOPOLOGIES, Environment
 
-#: The newest schema version this runner implements (for the features these suites use).
-SCHEMA_VERSION = (1, 21)
+#: The newest schema version this runner implements (for the features these suites
+#: use). Of what 1.22 to 1.28 added, it evaluates the requirements csfle (as an object
+#: too) and minLibmongocryptVersion (never met: no client-side encryption), observes
+#: topologyOpeningEvent and topologyClosedEvent, and waits for awaitMinPoolSizeMS; a
+#: test using the rest (autoEncryptOpts, the connectionPendingResponse events,
+#: observeTracingMessages and expectTracingMessages) fails with UnsupportedFeature
+#: naming it, as does any other key it does not know.
+SCHEMA_VERSION = (1, 28)
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,7 @@ def _satisfied(requirement: Mapping[str, Any], env: Environment) -> bool:
         "auth",
         "serverParameters",
         "csfle",
+        "minLibmongocryptVersion",
         "authMechanism",
     }
     unknown = set(requirement) - known
@@ -119,8 +126,8 @@ def _satisfied(requirement: Mapping[str, Any], env: Environment) -> bool:
         return False  # the simulator is not Atlas Serverless
     if "auth" in requirement and bool(requirement["auth"]) != env.auth:
         return False
-    if requirement.get("csfle"):
-        return False  # no client-side field level encryption
+    if requirement.get("csfle") or "minLibmongocryptVersion" in requirement:
+        return False  # no client-side field level encryption (csfle: true or an object)
     # serverParameters and authMechanism cannot be evaluated against the simulator.
     return "serverParameters" not in requirement and "authMechanism" not in requirement
 

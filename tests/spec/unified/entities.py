@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -54,6 +55,29 @@ class ClientEntity:
         if not self.closed:
             self.closed = True
             self.client.close()
+
+    def await_min_pool_size(self, timeout_ms: int) -> None:
+        """awaitMinPoolSizeMS: wait until a writable server's pool holds minPoolSize
+        established connections (available or in use; not those still connecting),
+        or fail once ``timeout_ms`` has passed (the pool's background task opens the
+        connections; this polls their count until then, it never waits a fixed time)."""
+        wanted = self.client.options.min_pool_size
+        topology = self.client.topology
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while True:
+            for address, description in topology.description.servers.items():
+                server = topology.get_server(address)
+                if description.is_writable and server is not None:
+                    pool = server.pool
+                    pending = pool.pending_connection_count
+                    if pool.total_connection_count - pending >= wanted:
+                        return
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"awaitMinPoolSizeMS: no writable server's pool reached minPoolSize"
+                    f" {wanted} within {timeout_ms} ms"
+                )
+            time.sleep(0.01)
 
 
 @dataclass

@@ -64,6 +64,21 @@ HEARTBEAT_FREQUENCY_MS = 500
 LOG_MAX_DOCUMENT_LENGTH = 10_000
 
 
+#: The fields of a test ("test" in the format) this runner acts on (besides the
+#: "$$seed..." fields a seed transformation adds, tests/spec/unified/seed.py).
+_TEST_KEYS = frozenset(
+    {
+        "description",
+        "runOnRequirements",
+        "skipReason",
+        "operations",
+        "expectEvents",
+        "expectLogMessages",
+        "outcome",
+    }
+)
+
+
 def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool = False) -> None:
     """Run one unified test case (the body of every generated pytest test).
 
@@ -157,6 +172,10 @@ class TestRun:
     # --- the test ------------------------------------------------------------------------
 
     def run(self) -> None:
+        unknown = {key for key in self.test if not key.startswith("$$")} - _TEST_KEYS
+        if unknown:
+            # An expectation the runner would not check must not pass unchecked.
+            raise UnsupportedFeature(f"test fields {sorted(unknown)}")
         try:
             self.internal = Client(
                 self.deployment.uri(use_multiple_mongoses=False),
@@ -343,6 +362,7 @@ class TestRun:
             "observeSensitiveCommands",
             "observeLogMessages",
             "serverApi",
+            "awaitMinPoolSizeMS",
         }
         unknown = set(spec) - known
         if unknown:
@@ -384,7 +404,7 @@ class TestRun:
             log_messages.set_max_document_length(previous_length)
         if capture is not None:
             capture.topology_id = client.topology.topology_id
-        return ClientEntity(
+        entity = ClientEntity(
             spec["id"],
             client,
             log,
@@ -392,6 +412,13 @@ class TestRun:
             retry_writes=client.options.retry_writes,
             log_messages=capture,
         )
+        if "awaitMinPoolSizeMS" in spec:
+            try:
+                entity.await_min_pool_size(int(spec["awaitMinPoolSizeMS"]))
+            except BaseException:
+                entity.close()
+                raise
+        return entity
 
     @staticmethod
     def _log_capture(observe: Optional[Mapping[str, str]]) -> Optional[LogCapture]:
