@@ -13,6 +13,7 @@ pytest.importorskip("pymongo")
 pytest.importorskip("mongomock")
 pytest.importorskip("pyuca")
 
+from bson import Code, Decimal128, Timestamp
 from pymongo import MongoClient
 from pymongo.collection import Collection
 from pymongo.database import Database
@@ -297,3 +298,53 @@ def test_forced_step_down_needs_no_catch_up_period() -> None:
             mongo.admin.command("replSetStepDown", 5, force=True)
         finally:
             mongo.close()
+
+
+def test_empty_timestamps_are_filled_only_in_top_level_fields_of_an_insert(
+    db: Database[Any],
+) -> None:
+    """A server fills an empty timestamp in a top-level field of an inserted document,
+    never in ``_id``, in a nested document, or in a query. The broken variant this
+    catches is mongomock's own rule: every empty timestamp replaced, the ``_id`` and
+    the filters included (so that ``find({"_id": Timestamp(0, 0)})`` found nothing)."""
+    empty = Timestamp(0, 0)
+    db.ts.insert_one({"_id": empty, "top": empty, "nested": {"t": empty}, "list": [empty]})
+    stored = db.ts.find_one({"_id": empty})
+    assert stored is not None
+    assert stored["_id"] == empty
+    assert stored["nested"] == {"t": empty} and stored["list"] == [empty]
+    assert stored["top"].time > 0
+    assert db.ts.count_documents({"nested.t": empty}) == 1
+
+
+@pytest.mark.parametrize(
+    ("doc_id", "same"),
+    [
+        (Decimal128("1.5"), 1.5),
+        (Code("function () {}"), Code("function () {}")),
+        (Code("x", {"a": 1}), Code("x", {"a": 1})),
+        (float("nan"), Decimal128("NaN")),
+    ],
+    ids=["decimal", "javascript", "javascriptWithScope", "nan"],
+)
+def test_ids_python_cannot_hash_are_stored_and_unique(
+    db: Database[Any], doc_id: Any, same: Any
+) -> None:
+    """Any BSON value but an array, a regex or undefined may be an ``_id``; the ``_id``
+    index compares them as BSON does (1.5 and decimal 1.5 are one value, NaN is NaN).
+    The broken variant this catches is the document store keying documents by the
+    Python value: a decimal or a code ``_id`` was refused (unhashable), and a second
+    NaN ``_id`` was a new document."""
+    db.ids.insert_one({"_id": doc_id})
+    with pytest.raises(DuplicateKeyError):
+        db.ids.insert_one({"_id": same})
+    assert db.ids.count_documents({}) == 1
+    if isinstance(doc_id, float):
+        # A NaN query: the simulator refuses it rather than match nothing.
+        with pytest.raises(OperationFailure) as refused:
+            db.ids.find_one({"_id": doc_id})
+        assert refused.value.code == 238
+        return
+    assert db.ids.update_one({"_id": doc_id}, {"$set": {"x": 1}}).modified_count == 1
+    assert db.ids.find_one({"_id": doc_id}) == {"_id": doc_id, "x": 1}
+    assert db.ids.delete_one({"_id": doc_id}).deleted_count == 1

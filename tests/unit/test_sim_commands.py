@@ -102,7 +102,7 @@ def test_a_find_by_one_id_answers_as_a_scan_of_the_id_index(client: RawClient) -
         reply = client.command("db", {"find": coll, "filter": filter, **options})
         return list(reply["cursor"]["firstBatch"])
 
-    for value in [1, 1.0, Int64(1), 2.5, "s", "S", oid, 7, Int64(7), 99, {"a": 1}, ids[-1], NAN]:
+    for value in [1, 1.0, Int64(1), 2.5, "s", "S", oid, 7, Int64(7), 99, {"a": 1}, ids[-1]]:
         scanned = batch("c", {"_id": {"$in": [value]}})
         assert batch("c", {"_id": value}) == scanned, value
         assert batch("c", {"_id": value}, projection={"sub": 0}) == [
@@ -114,6 +114,12 @@ def test_a_find_by_one_id_answers_as_a_scan_of_the_id_index(client: RawClient) -
     assert batch("flags", {"_id": True}) == [{"_id": True}]
     assert batch("flags", {"_id": 0.5}) == [{"_id": 0.5}]
     assert batch("missing", {"_id": 1}) == []
+    # NaN: mongomock's equality cannot match it as a server does (NaN is NaN), so a
+    # query holding one is refused, except on an empty collection (nothing to match).
+    for nan_filter in ({"_id": NAN}, {"_id": {"$in": [NAN]}}, {"x": {"$gt": NAN}}):
+        refused = client.command("db", {"find": "c", "filter": nan_filter})
+        assert refused["ok"] == 0 and refused["code"] == 238, nan_filter
+    assert batch("missing", {"_id": NAN}) == []
     names = client.command("db", {"listCollections": 1, "nameOnly": True})
     assert "missing" not in [c["name"] for c in names["cursor"]["firstBatch"]]
 

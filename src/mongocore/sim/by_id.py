@@ -29,6 +29,8 @@ import bson
 import mongomock.helpers
 from pymongo.errors import DuplicateKeyError
 
+from mongocore.sim.mongomock_fixes import store_key
+
 __all__ = ["count", "documents", "get", "insert", "put", "remove"]
 
 Document = dict[str, Any]
@@ -44,8 +46,9 @@ def _slot(client: Any, db: str, coll: str, doc_id: Any) -> Optional[tuple[Any, A
     store = server_store[db][coll]
     if not all(hasattr(store, name) for name in _STORE_METHODS):
         return None
-    # mongomock's own key: an embedded document becomes its hashable dict.
-    key = mongomock.helpers.hashdict(doc_id) if isinstance(doc_id, dict) else doc_id
+    # The store's key (mongomock_fixes.store_key: an embedded document becomes its
+    # hashable dict, a decimal its value, ...).
+    key = store_key(doc_id)
     try:
         hash(key)
     except TypeError:

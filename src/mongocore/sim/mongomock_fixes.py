@@ -8,6 +8,15 @@ Applied once, when the simulator's store is imported:
 - an aggregation comparison (``$eq``, ``$lt``, ... in ``$expr`` or a stage) of a missing
   field: a server compares "missing" as lower than every value and equal only to
   missing; mongomock raises a KeyError;
+- empty timestamps (``Timestamp(0, 0)``): mongomock replaces every one it meets with
+  the current time, at any depth, in ``_id``, and even in query filters (so that a
+  filter on an empty timestamp matches nothing). A server leaves them as they are,
+  except in a top-level field other than ``_id`` of an inserted document, which the
+  store fills itself (:meth:`mongocore.sim.store.DataStore.insert`);
+- ``_id`` values Python cannot hash (``Decimal128``, ``Code``): mongomock keeps a
+  collection's documents in a dictionary keyed by ``_id`` and failed to store them;
+  :func:`store_key` gives each ``_id`` a key equal exactly when the ``_id`` values are
+  equal in BSON (numerically for decimals, a NaN equal to every NaN);
 - update operators on an array element (``{$unset: {"a.0": ""}}`` sets it to null,
   ``$min``/``$max`` compare it): mongomock changed nothing; and ``$mul``, which
   mongomock lacks (a missing field becomes 0 of the multiplier's type; a non-numeric
@@ -17,16 +26,19 @@ Applied once, when the simulator's store is imported:
 from __future__ import annotations
 
 import decimal
+import math
 from typing import Any, Callable
 
 import mongomock.aggregate
 import mongomock.collection
-from bson import Decimal128, Int64
+import mongomock.helpers
+import mongomock.store
+from bson import Code, Decimal128, Int64, Timestamp
 from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
 
-__all__ = ["MISSING"]
+__all__ = ["MISSING", "store_key"]
 
 #: mongomock's marker for a missing field.
 MISSING: Any = filtering.NOTHING  # type: ignore[attr-defined]
@@ -140,3 +152,58 @@ _UPDATERS["$unset"] = _unset_element
 _UPDATERS["$max"] = _on_elements(_UPDATERS["$max"], _bson_max)
 _UPDATERS["$min"] = _on_elements(_UPDATERS["$min"], _bson_min)
 _UPDATERS["$mul"] = _mul
+
+
+# -- empty timestamps ------------------------------------------------------------------
+
+_original_normalize = mongomock.helpers.patch_datetime_awareness_in_document
+
+
+def _normalize_keeping_timestamps(value: Any) -> Any:
+    """mongomock's normalization of stored and queried values (datetimes to naive UTC
+    milliseconds, nested documents and arrays rebuilt), minus its timestamp filling.
+    Its recursion calls this function again (through the module attribute)."""
+    if isinstance(value, Timestamp):
+        return value
+    return _original_normalize(value)  # type: ignore[no-untyped-call]
+
+
+mongomock.helpers.patch_datetime_awareness_in_document = _normalize_keeping_timestamps
+
+
+# -- the keys of a collection's documents --------------------------------------------
+
+_hashdict: Any = mongomock.helpers.hashdict
+_NAN_KEY = ("NaN",)
+
+
+def store_key(doc_id: Any) -> Any:
+    """The key of the document with this ``_id`` in mongomock's dictionary: equal for
+    two ``_id`` values exactly when a server's ``_id`` index holds them as one."""
+    if isinstance(doc_id, dict):
+        return doc_id if isinstance(doc_id, _hashdict) else _hashdict(doc_id)
+    if isinstance(doc_id, float) and math.isnan(doc_id):
+        return _NAN_KEY
+    if isinstance(doc_id, Decimal128):
+        # decimal.Decimal hashes and compares like the int or float of equal value.
+        value = doc_id.to_decimal()
+        return _NAN_KEY if value.is_nan() else value
+    if isinstance(doc_id, Code):
+        scope = None if doc_id.scope is None else store_key(dict(doc_id.scope))
+        return ("Code", str(doc_id), scope)
+    return doc_id
+
+
+def _keyed(method: Callable[..., Any]) -> Callable[..., Any]:
+    def keyed(store: Any, key: Any, *args: Any) -> Any:
+        return method(store, store_key(key), *args)
+
+    return keyed
+
+
+for _name in ("__contains__", "__getitem__", "__setitem__", "__delitem__"):
+    setattr(
+        mongomock.store.CollectionStore,
+        _name,
+        _keyed(getattr(mongomock.store.CollectionStore, _name)),
+    )

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import mongomock
-from bson import Int64, ObjectId
+from bson import Decimal128, Int64, ObjectId
 from mongomock import filtering
 from pymongo import errors as pymongo_errors
 
@@ -86,6 +86,10 @@ def select(
     if collection.estimated_document_count() == 0:
         _validate(dict(query))
         return []
+    if _compares_with_nan(query):
+        # mongomock's equality is Python's, under which NaN matches nothing; a server
+        # matches a NaN with a NaN. Nothing to match (above) is the one case it gets right.
+        raise CommandError(238, "a query comparing with NaN is not supported by the simulator")
     if collation is None:
         return list(collection.find(dict(query), sort=sort or None, skip=skip, limit=limit))
     docs = list(collection.find())
@@ -112,6 +116,19 @@ def select(
 #: Python's equality between them is BSON's (1 == 1.0 == Int64(1), as in BSON).
 #: bool is not among them: True == 1 in Python, never in BSON.
 _POINT_ID_TYPES = frozenset({str, ObjectId, int, Int64, float})
+
+
+def _compares_with_nan(value: Any) -> bool:
+    """Does a query hold a NaN (double or decimal) anywhere?"""
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, Decimal128):
+        return value.to_decimal().is_nan()
+    if isinstance(value, Mapping):
+        return any(_compares_with_nan(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_compares_with_nan(item) for item in value)
+    return False
 
 
 def _point_lookup(collection: Any, doc_id: Any, skip: int) -> list[Document]:

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import mongomock
 import mongomock.filtering
-from bson import ObjectId
+from bson import ObjectId, Timestamp
 from bson import errors as bson_errors
 from pymongo import errors as pymongo_errors
 
@@ -195,12 +195,21 @@ class DataStore(Oplog):
         """Insert one document (an ObjectId ``_id`` is added if missing, and ``_id`` is made
         the first field, as the server does)."""
         doc = id_first(document) if "_id" in document else {"_id": ObjectId(), **document}
+        self._fill_empty_timestamps(doc)
         check_storable(doc)
         created = not self.collection_exists(db, coll)
         self.options(db, coll).check_document(doc, bypass=bypass_validation)
         self.unique_indexes.check(db, coll, doc, self.indexes(db, coll))
         self._insert_checked(db, coll, doc, created)
         self._append("i", db, coll, doc["_id"], doc=copy.deepcopy(doc))
+
+    def _fill_empty_timestamps(self, doc: Document) -> None:
+        """A server gives an empty timestamp (``Timestamp(0, 0)``) in a top-level field of
+        an inserted document the current time, except in ``_id``, which it stores as
+        given ("BSON Types", "Timestamps"); nested ones stay as they are."""
+        for key, value in doc.items():
+            if key != "_id" and type(value) is Timestamp and value.time == 0 and value.inc == 0:
+                doc[key] = self.next_optime().ts
 
     def _insert_checked(self, db: str, coll: str, doc: Document, created: bool) -> None:
         """Store a document whose unique keys were checked. A collection an insert
