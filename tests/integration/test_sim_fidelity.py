@@ -348,3 +348,30 @@ def test_ids_python_cannot_hash_are_stored_and_unique(
     assert db.ids.update_one({"_id": doc_id}, {"$set": {"x": 1}}).modified_count == 1
     assert db.ids.find_one({"_id": doc_id}) == {"_id": doc_id, "x": 1}
     assert db.ids.delete_one({"_id": doc_id}).deleted_count == 1
+
+
+def test_a_nan_id_is_upserted_and_replaced_as_stored(db: Database[Any]) -> None:
+    """An upsert whose replacement carries a NaN ``_id`` stores it, and replacing the
+    document by a NaN ``_id`` keeps it (NaN is NaN in BSON). The broken variant this
+    catches is Python's comparison: 'The _id field cannot be changed from nan to nan'."""
+    nan = float("nan")
+    db.nan.replace_one({}, {"_id": nan, "a": 1}, upsert=True)
+    db.nan.replace_one({}, {"_id": nan, "a": 2})
+    stored = list(db.nan.find({}, {"_id": 0}))
+    assert stored == [{"a": 2}]
+    with pytest.raises(WriteError) as changed:
+        db.nan.update_one({"a": 2}, {"$set": {"_id": 5}})
+    assert changed.value.code == 66  # the _id is immutable, NaN or not
+
+
+def test_an_update_that_changes_the_id_is_immutable_field(db: Database[Any]) -> None:
+    """ImmutableField (66), as a server answers; the document store's own error had
+    code 2 (BadValue), which a client would not recognize."""
+    db.imm.insert_one({"_id": 1, "a": 2})
+    with pytest.raises(WriteError) as changed:
+        db.imm.update_one({"a": 2}, {"$set": {"_id": 5}})
+    assert changed.value.code == 66
+    with pytest.raises(WriteError) as replaced:
+        db.imm.replace_one({"a": 2}, {"_id": 5})
+    assert replaced.value.code == 66
+    assert list(db.imm.find()) == [{"_id": 1, "a": 2}]

@@ -84,6 +84,8 @@ def translate_store_errors(exc: BaseException, namespace: str) -> CommandError:
         return CommandError(11000, f"E11000 duplicate key error collection: {namespace}")
     if isinstance(exc, pymongo_errors.OperationFailure):
         code = exc.code if exc.code is not None else 2
+        if code == 2 and "(immutable) field '_id'" in str(exc):
+            code = 66  # ImmutableField, as a server answers an update that changes _id
         return CommandError(code, str(exc))
     _log.debug("document store failure on %s", namespace, exc_info=exc)
     if isinstance(exc, NotImplementedError):

@@ -23,6 +23,7 @@ import mongomock
 from mongocore.sim import array_filters as positional
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
+from mongocore.sim.mongomock_fixes import store_key
 from mongocore.sim.query import id_first
 from mongocore.sim.update_pipeline import apply_pipeline, check_pipeline, upsert_seed
 
@@ -91,6 +92,16 @@ def _null_id_query(query: Mapping[str, Any]) -> bool:
     return value is None or (isinstance(value, Mapping) and list(value.items()) == [("$eq", None)])
 
 
+def _is_nan(value: Any) -> bool:
+    """A NaN double or decimal."""
+    return bool(store_key(value) == store_key(float("nan")))
+
+
+def _stored_as_given(doc_id: Any) -> bool:
+    """An upserted replacement's ``_id`` mongomock's upsert mishandles: null, NaN."""
+    return doc_id is None or _is_nan(doc_id)
+
+
 def post_image(
     pre: Optional[Mapping[str, Any]],
     query: Mapping[str, Any],
@@ -111,19 +122,31 @@ def post_image(
         if not update:
             return id_first(base) if pre is not None else _upserted_seed(base, query)
     scratch: Any = mongomock.MongoClient()["scratch"]["scratch"]
+    # A NaN _id stands aside while mongomock works: its checks that an update keeps the
+    # _id compare with Python's NaN != NaN. The _id is immutable; it comes back below.
+    nan_id = pre is not None and _is_nan(pre.get("_id"))
     if pre is not None:
-        scratch.insert_one(dict(pre))
+        scratch.insert_one({**pre, "_id": 0} if nan_id else dict(pre))
     kwargs: dict[str, Any] = {"upsert": pre is None}
     if is_replacement(update):
-        if pre is not None and "_id" in update and "_id" in pre and update["_id"] != pre["_id"]:
+        if (
+            pre is not None
+            and "_id" in update
+            and "_id" in pre
+            and update["_id"] != pre["_id"]
+            and not (_is_nan(update["_id"]) and _is_nan(pre["_id"]))  # NaN is NaN in BSON
+        ):
             raise CommandError(
                 66,
                 "After applying the update, the (immutable) field '_id' was found to have been"
                 f" altered to _id: {update['_id']!r}",
             )
-        if pre is None and "_id" in update and update["_id"] is None:
-            # mongomock refuses a replacement's null _id; the server stores it as it is.
+        if pre is None and "_id" in update and _stored_as_given(update["_id"]):
+            # mongomock refuses a replacement's null _id, and a NaN one (its NaN is not
+            # equal to itself); the server stores either as it is.
             scratch.insert_one(dict(update))
+        elif nan_id:
+            scratch.replace_one({}, {k: v for k, v in update.items() if k != "_id"})
         else:
             scratch.replace_one(dict(query) if pre is None else {}, dict(update), **kwargs)
     else:
@@ -131,9 +154,14 @@ def post_image(
     image = scratch.find_one()
     if image is None:
         raise CommandError(2, "the update produced no document")
+    if nan_id and pre is not None:
+        changed = image.get("_id") != 0  # the stand-in changed: so would the NaN have
+        image["_id"] = pre["_id"]
+    else:
+        changed = pre is not None and "_id" in pre and image.get("_id") != pre["_id"]
     if pre is None and _null_id_query(query) and not is_replacement(update):
         image["_id"] = None  # mongomock makes an ObjectId of {_id: null}; a server keeps null
-    if pre is not None and "_id" in pre and image.get("_id") != pre["_id"]:
+    if changed:
         raise CommandError(
             66,
             "Performing an update on the path '_id' would modify the immutable field '_id'",
