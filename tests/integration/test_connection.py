@@ -673,7 +673,7 @@ def test_server_closing_mid_reply_raises_network_error(
     error = pending.error()
     assert isinstance(error, NetworkError)
     assert not isinstance(error, NetworkTimeout)
-    assert "closed the connection" in str(error)
+    assert "connection closed by the server" in str(error)
     assert error.address == conn.address
     assert conn.closed
 

@@ -348,7 +348,7 @@ def test_a_second_failure_marks_the_server_unknown_and_monitoring_goes_on(
     assert unknown.type is ServerType.UNKNOWN
     assert unknown.round_trip_time is None
     assert str(address_of(hello_server)) in (unknown.error or "")
-    assert "closed the connection" in (unknown.error or "")
+    assert "connection closed by the server" in (unknown.error or "")
     assert target.next().type is ServerType.UNKNOWN  # the immediate retry failed too
     assert heartbeats.kinds() == ["started", "succeeded", "started", "failed", "started", "failed"]
     assert monitor.round_trip_time.average is None  # reset by the failure
@@ -413,7 +413,7 @@ FAULTS = [
     ),
     pytest.param(
         _reply_with(lambda r: _header(200, r.request_id) + b"\x00" * 30, hang_up=True),
-        "closed the connection",
+        "connection closed by the server",
         id="closed-mid-reply",
     ),
     pytest.param(

@@ -326,7 +326,7 @@ class ConnectionIO:
         if self.closed:
             return f"closed ({self._close_reason}) during a read"
         return (
-            f"the server closed the connection after {received} of {size} bytes"
+            f"connection closed by the server after {received} of {size} bytes"
             f" of a {'header' if size == HEADER_SIZE else 'message'}"
         )
 
