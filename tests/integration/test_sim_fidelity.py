@@ -375,3 +375,16 @@ def test_an_update_that_changes_the_id_is_immutable_field(db: Database[Any]) -> 
         db.imm.replace_one({"a": 2}, {"_id": 5})
     assert replaced.value.code == 66
     assert list(db.imm.find()) == [{"_id": 1, "a": 2}]
+
+
+def test_a_list_indexes_cursor_is_on_the_collection_namespace(db: Database[Any]) -> None:
+    """A 7.0 server's listIndexes cursor names the collection (a getMore then says
+    ``collection: <coll>``, which the load-balancers suite expects); servers before 4.4
+    named it ``<db>.$cmd.listIndexes.<coll>``."""
+    db.li.create_index("x")
+    db.li.create_index("y")
+    first = db.command({"listIndexes": "li", "cursor": {"batchSize": 1}})["cursor"]
+    assert first["ns"] == f"{db.name}.li"
+    more = db.command({"getMore": first["id"], "collection": "li"})["cursor"]
+    names = [i["name"] for i in first["firstBatch"] + more["nextBatch"]]
+    assert names == ["_id_", "x_1", "y_1"]

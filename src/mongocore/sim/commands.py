@@ -311,9 +311,9 @@ def cmd_list_indexes(ctx: CommandContext) -> Reply:
         raise CommandError(26, f"ns does not exist: {ctx.db}.{coll}")
     docs = _index_documents(ctx, coll)
     options = ctx.cmd.get("cursor") or {}
-    batch = ctx.cursors.open(
-        f"{ctx.db}.$cmd.listIndexes.{coll}", docs, _batch_size(options.get("batchSize"))
-    )
+    # The cursor is on the collection's namespace, as since MongoDB 4.4 (older servers
+    # named it "<db>.$cmd.listIndexes.<coll>"); a getMore names the collection.
+    batch = ctx.cursors.open(f"{ctx.db}.{coll}", docs, _batch_size(options.get("batchSize")))
     return {"cursor": batch, "ok": 1.0}
 
 

@@ -212,9 +212,7 @@ def wrap_list_indexes(base: Handler) -> Handler:
             return base(ctx)
         indexes = [dict(_ID_INDEX)] if system.has_ids else []
         options = ctx.cmd.get("cursor") or {}
-        batch = ctx.cursors.open(
-            f"{ctx.db}.$cmd.listIndexes.{coll}", indexes, batch_size(options.get("batchSize"))
-        )
+        batch = ctx.cursors.open(f"{ctx.db}.{coll}", indexes, batch_size(options.get("batchSize")))
         return {"cursor": batch, "ok": 1.0}
 
     return handler
