@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 #: NamespaceNotFound: listIndexes on a missing collection is an empty list.
 _NAMESPACE_NOT_FOUND = 26
 _NONE = RetryKind.NONE  # bound once: an enum member read from its class costs more
+#: getMore errors after which the server has no cursor to kill: CursorNotFound,
+#: QueryPlanKilled, CursorKilled.
+_CURSOR_GONE = frozenset({43, 175, 237})
 
 
 def _cursor_id(value: Any) -> int:
@@ -313,8 +316,12 @@ class _CursorBase:
         )
         try:
             outcome = self._client._executor.run(op)
-        except BaseException:
-            # The cursor is unusable after a failed getMore (never retried).
+        except BaseException as exc:
+            # The cursor is unusable after a failed getMore (never retried). A command
+            # error leaves the server's cursor open unless it says it is gone: kill it,
+            # on its pinned connection if it has one, before releasing that.
+            if isinstance(exc, OperationFailure) and error_code(exc.code) not in _CURSOR_GONE:
+                self._kill()
             self._killed = True
             self._release()
             raise
