@@ -220,6 +220,8 @@ def _targets(test: Test) -> list[tuple[_FailPoint, int, str]]:
     for index, operation in enumerate(operations):
         if operation.get("object") != "testRunner" or operation["name"] != "failPoint":
             continue
+        if fail_point_name(operation) != "failCommand":
+            continue  # fails no command (a getMore's cursor check-out, ...)
         point = _FailPoint(index, operation["arguments"])
         for later in range(index + 1, len(operations)):
             candidate = operations[later]
@@ -433,7 +435,9 @@ def _handshake_failures_default_off(
         if not point.commands & HANDSHAKE_COMMANDS:
             continue
         if not point.data.get("closeConnection"):
-            raise TransformError("a handshake fail point that does not close the connection")
+            if "errorCode" in point.data:
+                raise TransformError("a handshake fail point that returns an error")
+            continue  # it only delays handshakes (blockConnection): it fails no write
         requirements = test.get("runOnRequirements") or document.get("runOnRequirements") or []
         authenticated = bool(requirements) and all(r.get("auth") is True for r in requirements)
         if not point.commands & HANDSHAKE_COMMANDS - AUTHENTICATION_COMMANDS and not authenticated:
