@@ -120,6 +120,11 @@ def test_a_find_by_one_id_answers_as_a_scan_of_the_id_index(client: RawClient) -
         refused = client.command("db", {"find": "c", "filter": nan_filter})
         assert refused["ok"] == 0 and refused["code"] == 238, nan_filter
     assert batch("missing", {"_id": NAN}) == []
+    stage = {"$match": {"x": NAN}}
+    refused = client.command("db", {"aggregate": "c", "pipeline": [stage], "cursor": {}})
+    assert refused["ok"] == 0 and refused["code"] == 238
+    empty = client.command("db", {"aggregate": "missing", "pipeline": [stage], "cursor": {}})
+    assert empty["cursor"]["firstBatch"] == []
     names = client.command("db", {"listCollections": 1, "nameOnly": True})
     assert "missing" not in [c["name"] for c in names["cursor"]["firstBatch"]]
 

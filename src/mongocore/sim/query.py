@@ -89,7 +89,7 @@ def select(
     if _compares_with_nan(query):
         # mongomock's equality is Python's, under which NaN matches nothing; a server
         # matches a NaN with a NaN. Nothing to match (above) is the one case it gets right.
-        raise CommandError(238, "a query comparing with NaN is not supported by the simulator")
+        raise CommandError(238, _NAN_REFUSED)
     if collation is None:
         return list(collection.find(dict(query), sort=sort or None, skip=skip, limit=limit))
     docs = list(collection.find())
@@ -116,6 +116,9 @@ def select(
 #: Python's equality between them is BSON's (1 == 1.0 == Int64(1), as in BSON).
 #: bool is not among them: True == 1 in Python, never in BSON.
 _POINT_ID_TYPES = frozenset({str, ObjectId, int, Int64, float})
+
+
+_NAN_REFUSED = "a query comparing with NaN is not supported by the simulator"
 
 
 def _compares_with_nan(value: Any) -> bool:
@@ -200,6 +203,14 @@ def aggregate(
     collection: Any, pipeline: list[Any], collation: Optional[Collation]
 ) -> list[Document]:
     """Run ``pipeline`` (without a final $out) over ``collection``."""
+    matches = [
+        stage["$match"] for stage in pipeline if isinstance(stage, Mapping) and "$match" in stage
+    ]
+    if (
+        any(_compares_with_nan(match) for match in matches)
+        and collection.estimated_document_count()
+    ):
+        raise CommandError(238, _NAN_REFUSED)  # as select() does
     if collation is None:
         return list(collection.aggregate(pipeline))
     wrapped_docs = [wrap(doc, collation) for doc in collection.find()]
