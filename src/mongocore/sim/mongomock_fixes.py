@@ -38,7 +38,7 @@ from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
 
-__all__ = ["MISSING", "store_key"]
+__all__ = ["MISSING", "is_nan", "store_key"]
 
 #: mongomock's marker for a missing field.
 MISSING: Any = filtering.NOTHING  # type: ignore[attr-defined]
@@ -177,17 +177,25 @@ _hashdict: Any = mongomock.helpers.hashdict
 _NAN_KEY = ("NaN",)
 
 
+def is_nan(value: Any) -> bool:
+    """A NaN double or decimal: BSON holds every NaN equal to every other, Python to none."""
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, Decimal128):
+        return bool(value.to_decimal().is_nan())
+    return False
+
+
 def store_key(doc_id: Any) -> Any:
     """The key of the document with this ``_id`` in mongomock's dictionary: equal for
     two ``_id`` values exactly when a server's ``_id`` index holds them as one."""
     if isinstance(doc_id, dict):
         return doc_id if isinstance(doc_id, _hashdict) else _hashdict(doc_id)
-    if isinstance(doc_id, float) and math.isnan(doc_id):
+    if is_nan(doc_id):
         return _NAN_KEY
     if isinstance(doc_id, Decimal128):
         # decimal.Decimal hashes and compares like the int or float of equal value.
-        value = doc_id.to_decimal()
-        return _NAN_KEY if value.is_nan() else value
+        return doc_id.to_decimal()
     if isinstance(doc_id, Code):
         scope = None if doc_id.scope is None else store_key(dict(doc_id.scope))
         return ("Code", str(doc_id), scope)

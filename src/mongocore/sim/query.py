@@ -20,14 +20,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import mongomock
-from bson import Decimal128, Int64, ObjectId
+from bson import Int64, ObjectId
 from mongomock import filtering
 from pymongo import errors as pymongo_errors
 
 from mongocore.sim import by_id, pipeline_extensions  # noqa: F401  (adds stages to mongomock)
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, unwrap, wrap, wrap_query
-from mongocore.sim.mongomock_fixes import MISSING
+from mongocore.sim.mongomock_fixes import MISSING, is_nan
 
 __all__ = [
     "aggregate",
@@ -123,15 +123,11 @@ _NAN_REFUSED = "a query comparing with NaN is not supported by the simulator"
 
 def _compares_with_nan(value: Any) -> bool:
     """Does a query hold a NaN (double or decimal) anywhere?"""
-    if isinstance(value, float):
-        return math.isnan(value)
-    if isinstance(value, Decimal128):
-        return value.to_decimal().is_nan()
     if isinstance(value, Mapping):
         return any(_compares_with_nan(item) for item in value.values())
     if isinstance(value, (list, tuple)):
         return any(_compares_with_nan(item) for item in value)
-    return False
+    return is_nan(value)
 
 
 def _point_lookup(collection: Any, doc_id: Any, skip: int) -> list[Document]:

@@ -23,7 +23,7 @@ import mongomock
 from mongocore.sim import array_filters as positional
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
-from mongocore.sim.mongomock_fixes import store_key
+from mongocore.sim.mongomock_fixes import is_nan
 from mongocore.sim.query import id_first
 from mongocore.sim.update_pipeline import apply_pipeline, check_pipeline, upsert_seed
 
@@ -92,14 +92,9 @@ def _null_id_query(query: Mapping[str, Any]) -> bool:
     return value is None or (isinstance(value, Mapping) and list(value.items()) == [("$eq", None)])
 
 
-def _is_nan(value: Any) -> bool:
-    """A NaN double or decimal."""
-    return bool(store_key(value) == store_key(float("nan")))
-
-
 def _stored_as_given(doc_id: Any) -> bool:
     """An upserted replacement's ``_id`` mongomock's upsert mishandles: null, NaN."""
-    return doc_id is None or _is_nan(doc_id)
+    return doc_id is None or is_nan(doc_id)
 
 
 def post_image(
@@ -124,7 +119,7 @@ def post_image(
     scratch: Any = mongomock.MongoClient()["scratch"]["scratch"]
     # A NaN _id stands aside while mongomock works: its checks that an update keeps the
     # _id compare with Python's NaN != NaN. The _id is immutable; it comes back below.
-    nan_id = pre is not None and _is_nan(pre.get("_id"))
+    nan_id = pre is not None and is_nan(pre.get("_id"))
     if pre is not None:
         scratch.insert_one({**pre, "_id": 0} if nan_id else dict(pre))
     kwargs: dict[str, Any] = {"upsert": pre is None}
@@ -134,7 +129,7 @@ def post_image(
             and "_id" in update
             and "_id" in pre
             and update["_id"] != pre["_id"]
-            and not (_is_nan(update["_id"]) and _is_nan(pre["_id"]))  # NaN is NaN in BSON
+            and not (is_nan(update["_id"]) and is_nan(pre["_id"]))  # NaN is NaN in BSON
         ):
             raise CommandError(
                 66,
