@@ -39,7 +39,9 @@ Conditions (see :data:`CONDITIONS`):
 - ``seed_shape = "name"``: the unified test has the shape the seed transformation of
   that name (tests/spec/unified/seed.py) changes; see ``seed.SHAPES``.
 
-Every entry has ``suite`` (a folder under MONGOCORE_SPEC_TESTS, or a list of them),
+Every entry has ``suite`` (a folder under MONGOCORE_SPEC_TESTS, or a list of them, or
+``"unified"``: every file in the unified test format, the one with a
+``schemaVersion``, whatever its suite, less the folders listed in ``except_suites``),
 ``when`` and ``selects`` (the rule in words). A [[deviation]] also has ``seed``,
 ``clause``, ``upstream`` and ``asserted``; a [[not_applicable]] has ``reason``.
 In a full strict run (CI) an entry that selected no test is an error, so the list
@@ -342,6 +344,24 @@ def _suites(entry: Mapping[str, Any]) -> list[str]:
     return _as_list(entry["suite"])
 
 
+#: An entry's ``suite`` that covers every unified-format file (see the module's text).
+UNIFIED = "unified"
+
+
+def in_scope(entry: Mapping[str, Any], suite: str, document: Mapping[str, Any]) -> bool:
+    """Is this suite's file one the entry covers?"""
+    if UNIFIED in _suites(entry) and "schemaVersion" in document:
+        return suite not in _as_list(entry.get("except_suites", []))
+    return suite in _suites(entry)
+
+
+def _scope(entry: Mapping[str, Any]) -> str:
+    """The entry's suites in words, for the report."""
+    suites = ", ".join(_suites(entry))
+    excepted = _as_list(entry.get("except_suites", []))
+    return f"{suites} except {', '.join(excepted)}" if excepted else suites
+
+
 def matches(entry: Mapping[str, Any], document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     """Does the entry's rule select this test?"""
     return all(CONDITIONS[name](value, document, test) for name, value in entry["when"].items())
@@ -356,7 +376,7 @@ def _select(
 ) -> list[dict[str, Any]]:
     found = []
     for index, entry in enumerate(entries()[kind]):
-        if suite in _suites(entry) and matches(entry, document, test):
+        if in_scope(entry, suite, document) and matches(entry, document, test):
             seen = (kind, index, suite, name or _identity(document, test))
             if seen not in _SEEN:
                 _SEEN.add(seen)
@@ -412,5 +432,4 @@ def report() -> Iterable[str]:
     """One line per entry: how many tests its rule selected in this run."""
     for kind in KINDS:
         for index, entry in enumerate(entries()[kind]):
-            suites = ", ".join(_suites(entry))
-            yield f"[[{kind}]] {suites}: {entry['selects']}: {SELECTED[(kind, index)]} tests"
+            yield f"[[{kind}]] {_scope(entry)}: {entry['selects']}: {SELECTED[(kind, index)]} tests"

@@ -10,6 +10,7 @@ a list of ids or file names would select nothing in the renamed copies and fail 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,14 +23,27 @@ from tests.spec.unified import seed
 #: Suites in the unified format whose folder is not named "unified".
 UNIFIED_FORMAT_FOLDERS = frozenset({"sessions/tests", "load-balancers/tests"})
 
+
+def _runner_suites() -> set[str]:
+    """The suites the unified runners run: each tests/spec/unified/test_*.py names its
+    SUITE (the suites an entry with ``suite = "unified"`` covers)."""
+    found = set()
+    for module in (Path(__file__).parent / "unified").glob("test_*.py"):
+        named = re.search(r'^SUITE = "([^"]+)"$', module.read_text(encoding="utf-8"), re.M)
+        if named:
+            found.add(named.group(1))
+    return found
+
+
+_LISTED = {
+    listed
+    for kind in deviations.KINDS
+    for entry in deviations.entries()[kind]
+    for listed in ([entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"])
+}
 UNIFIED_SUITES = sorted(
-    {
-        suite
-        for kind in deviations.KINDS
-        for entry in deviations.entries()[kind]
-        for suite in ([entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"])
-        if suite.endswith("/unified") or suite in UNIFIED_FORMAT_FOLDERS
-    }
+    {s for s in _LISTED if s.endswith("/unified") or s in UNIFIED_FORMAT_FOLDERS}
+    | (_runner_suites() if deviations.UNIFIED in _LISTED else set())
 )
 
 
@@ -38,8 +52,9 @@ def _selected(suite: str, document: Mapping[str, Any], test: Mapping[str, Any]) 
     found = []
     for kind in deviations.KINDS:
         for index, entry in enumerate(deviations.entries()[kind]):
-            suites = [entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"]
-            if suite in suites and deviations.matches(entry, document, test):
+            if deviations.in_scope(entry, suite, document) and deviations.matches(
+                entry, document, test
+            ):
                 found.append(index if kind == "deviation" else 1000 + index)
     return found
 
@@ -401,3 +416,19 @@ def test_writes_beside_transactions_take_no_txn_number_and_renumber_later_ones()
     assert not seed.SHAPES[seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS](document, test)
     with pytest.raises(seed.TransformError):
         seed.transform(seed.WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS, document, test)
+
+
+def test_an_entry_for_every_unified_suite_covers_a_folder_it_never_named() -> None:
+    """``suite = "unified"`` is a rule: any file in the unified format (one with a
+    schemaVersion), in any folder, less ``except_suites``. The broken variant this
+    catches is a scope checked against a list of folders, which a suite added
+    upstream would escape."""
+    entry = {"suite": "unified", "except_suites": ["transactions/tests/unified"]}
+    unified = {"schemaVersion": "1.0", "tests": []}
+    assert deviations.in_scope(entry, "a-new-spec/tests/unified", unified)
+    assert deviations.in_scope(entry, "sessions/tests", unified)
+    assert not deviations.in_scope(entry, "transactions/tests/unified", unified)
+    assert not deviations.in_scope(entry, "a-new-spec/tests", {"tests": []})  # not unified
+    listed = {"suite": ["sessions/tests"]}
+    assert deviations.in_scope(listed, "sessions/tests", unified)
+    assert not deviations.in_scope(listed, "crud/tests/unified", unified)
