@@ -218,10 +218,8 @@ def _targets(test: Test) -> list[tuple[_FailPoint, int, str]]:
     found: list[tuple[_FailPoint, int, str]] = []
     operations = test["operations"]
     for index, operation in enumerate(operations):
-        if operation.get("object") != "testRunner" or operation["name"] != "failPoint":
-            continue
         if fail_point_name(operation) != "failCommand":
-            continue  # fails no command (a getMore's cursor check-out, ...)
+            continue  # not a fail point, or one that fails no command (getMore's check-out)
         point = _FailPoint(index, operation["arguments"])
         for later in range(index + 1, len(operations)):
             candidate = operations[later]
