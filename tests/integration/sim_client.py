@@ -141,3 +141,9 @@ def run_in_thread(target: Callable[[], Any]) -> Callable[[], Any]:
         return outcome.get("value")
 
     return join
+
+
+def configure_fail_point(client: Client, mode: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """Configure the simulated server's failCommand fail point through ``client``."""
+    command = {"configureFailPoint": "failCommand", "mode": mode, "data": data}
+    return client.command("admin", command)

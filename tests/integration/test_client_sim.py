@@ -48,6 +48,7 @@ from mongocore.sim import (
     ShardedCluster,
     Standalone,
 )
+from tests.integration.sim_client import configure_fail_point
 
 FAST: dict[str, Any] = {"heartbeatFrequencyMS": 500, "serverSelectionTimeoutMS": 20_000}
 DEADLINE = 20.0
@@ -467,11 +468,6 @@ def test_a_lagging_secondary_is_excluded_by_max_staleness() -> None:
 
 
 # --- fail points ---------------------------------------------------------------------
-
-
-def configure_fail_point(client: Client, mode: Any, data: dict[str, Any]) -> dict[str, Any]:
-    command = {"configureFailPoint": "failCommand", "mode": mode, "data": data}
-    return client.command("admin", command)
 
 
 def test_fail_command_error_code(rs: ReplicaSet, client: Client) -> None:

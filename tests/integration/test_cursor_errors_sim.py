@@ -4,25 +4,13 @@ no longer has it; the cursor is unusable either way."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 pytest.importorskip("mongomock")
 
 from mongocore.errors import OperationFailure
 from mongocore.sim import Standalone
-from tests.integration.sim_client import Recorder, sim_client
-
-
-def _fail_get_more(client: Any, code: int) -> None:
-    client.admin.command(
-        {
-            "configureFailPoint": "failCommand",
-            "mode": {"times": 1},
-            "data": {"failCommands": ["getMore"], "errorCode": code},
-        }
-    )
+from tests.integration.sim_client import Recorder, configure_fail_point, sim_client
 
 
 @pytest.mark.parametrize(("code", "killed"), [(7, True), (43, False), (237, False)])
@@ -38,7 +26,7 @@ def test_a_failed_get_more_kills_the_server_cursor(code: int, killed: bool) -> N
         coll.insert_many([{"_id": i} for i in range(5)])
         cursor = coll.find({}, batch_size=2)
         assert [next(cursor), next(cursor)] == [{"_id": 0}, {"_id": 1}]
-        _fail_get_more(client, code)
+        configure_fail_point(client, {"times": 1}, {"failCommands": ["getMore"], "errorCode": code})
         with pytest.raises(OperationFailure) as failed:
             next(cursor)
         assert failed.value.code == code
