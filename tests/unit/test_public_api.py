@@ -378,6 +378,22 @@ def test_the_first_plain_client_loads_only_what_it_needs() -> None:
         assert not _loaded(name, constructed), name
 
 
+def test_the_io_shell_loads_with_the_first_client() -> None:
+    """Importing MongoClient loads no module of the I/O shell, nor ``socket``: the
+    first construction does (mongocore.io.client_topology). The broken variant, the
+    client module importing the topology at its top again, fails the first check;
+    a constructor that no longer builds it fails the second."""
+    imported = _modules_loaded_by("from mongocore import MongoClient")
+    assert "mongocore.api.mongo_client" in imported
+    assert not _loaded("mongocore.io", imported)
+    assert "socket" not in imported
+    constructed = _modules_loaded_by(
+        f"from mongocore import MongoClient\nMongoClient({NOWHERE!r}).close()"
+    )
+    for name in ("mongocore.io.topology", "mongocore.io.pool", "mongocore.io.monitor", "socket"):
+        assert name in constructed, name
+
+
 def test_compression_loads_with_a_client_that_asks_for_it() -> None:
     """The broken variant of the compression entry above: a client configured with a
     compressor loads the module (and checks its compressors with it)."""

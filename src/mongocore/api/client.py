@@ -25,8 +25,7 @@ from bson import ObjectId
 from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
 from mongocore.api.watch import ClientWatch
-from mongocore.core import codec, deferred_dataclass
-from mongocore.core.address import Address
+from mongocore.core import codec
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.events import EventPublisher, Listener, registered_listeners
 from mongocore.core.lazy_logger import get_logger
@@ -42,20 +41,6 @@ from mongocore.errors import (
     ProtocolError,
     write_concern_error_from_reply,
 )
-from mongocore.io.connection import (
-    Connection,
-    connect,
-    handshake_service_id,
-    in_authentication,
-)
-from mongocore.io.connection_settings import ConnectionSettings
-from mongocore.io.establishment import Cancellation
-from mongocore.io.monitor import Monitor
-from mongocore.io.monitor_settings import MonitorSettings
-from mongocore.io.pool import Pool
-from mongocore.io.pool_options import PoolOptions
-from mongocore.io.sessions import ClusterClock, ServerSessionPool
-from mongocore.io.topology import Server, Topology
 from mongocore.read_concern import ReadConcern
 from mongocore.read_preferences import expand_read_preference_keyword
 from mongocore.server_api import ServerApi
@@ -67,10 +52,13 @@ if TYPE_CHECKING:
     from mongocore.api.transaction_options import TransactionOptions
     from mongocore.core.description.settings import TopologySettings
     from mongocore.io.auth import Authenticator
+    from mongocore.io.connection import Connection
     from mongocore.io.dns_resolver import Resolver
     from mongocore.io.executor import Executor
+    from mongocore.io.sessions import ClusterClock, ServerSessionPool
     from mongocore.io.srv import SrvConfiguration
     from mongocore.io.srv_polling import SrvPoller
+    from mongocore.io.topology import Server, Topology
 
 _log = get_logger("mongocore.client")
 
@@ -139,44 +127,37 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
             self._options.read_preference_tags or None,
             self._options.max_staleness_seconds,
         )
+        # The I/O shell (sockets, the wire protocol, pools, monitors, the live
+        # topology) and server sessions load with the first client, not with the import
+        # of mongocore: see mongocore.io.client_topology.
+        from mongocore.io.client_topology import ClientTopology  # noqa: PLC0415
+        from mongocore.io.sessions import ClusterClock, ServerSessionPool  # noqa: PLC0415
+
         # One list for every connection of this client: what append_metadata() adds
         # reaches the handshakes of pool and monitoring connections created afterwards.
         self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
-        self._connection_settings = deferred_dataclass.replace(
-            ConnectionSettings.from_options(self._options),
+        parts = ClientTopology(
+            self._options,
+            settings,
             driver_info=self._driver_info,
             server_api=server_api,
-        )
-        self._authenticator = _authenticator_for(self._options)
-        self._pool_options = PoolOptions(
-            max_pool_size=self._options.max_pool_size,
-            min_pool_size=self._options.min_pool_size,
-            max_idle_time_ms=self._options.max_idle_time_ms,
-            wait_queue_timeout_ms=self._options.wait_queue_timeout_ms,
-            max_connecting=self._options.max_connecting,
-        )
-        self._monitor_settings = MonitorSettings(
-            heartbeat_frequency=settings.heartbeat_frequency,
-            connection=self._connection_settings,
-            server_monitoring_mode=self._options.server_monitoring_mode,
-        )
-        self._topology = Topology(
-            settings,
-            pool_factory=self._new_pool,
-            monitor_factory=self._new_monitor,
+            authenticator=_authenticator_for(self._options),
             publisher=self._publisher,
             topology_id=topology_id,
         )
+        self._connection_settings = parts.connection_settings
+        self._monitor_settings = parts.monitor_settings
+        self._topology: Topology = parts.topology
         self._close_lock = threading.Lock()
         self._closed = False
         self._write_concern = WriteConcern.from_options(
             self._options.w, self._options.w_timeout_ms, self._options.journal
         )
         self._read_concern = ReadConcern(self._options.read_concern_level)
-        self._session_pool = ServerSessionPool()
+        self._session_pool: ServerSessionPool = ServerSessionPool()
         #: ``client.name`` and ``client[name]``: each Database once (they are immutable).
         self._databases: dict[str, Database] = {}
-        self._cluster_clock = ClusterClock()
+        self._cluster_clock: ClusterClock = ClusterClock()
         self._executor_instance: Optional[Executor] = None  # see _executor
         self._topology.open()
         if srv.seedlist is not None:
@@ -195,55 +176,6 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
                 initial_ttl=srv.seedlist.min_ttl,
             )
             self._srv_poller.start()
-
-    # --- parts for one server ---------------------------------------------------------
-
-    def _new_pool(self, address: Address) -> Pool[Connection]:
-        settings = self._connection_settings
-
-        def establish(
-            address: Address,
-            generation: int,
-            connection_id: int,
-            cancellation: Optional[Cancellation] = None,
-        ) -> Connection:
-            connection = connect(
-                address,
-                settings,
-                generation=generation,
-                connection_id=connection_id,
-                cancellation=cancellation,
-                authenticate=self._authenticator,
-            )
-            connection.take_hello()  # its authentication, the reply's last reader, is done
-            return connection
-
-        def establish_failed(error: BaseException, generation: int) -> None:
-            # "MongoDB Handshake errors": the pool reports them (a checkOut's and
-            # minPoolSize filling's alike) before it publishes the connection's close.
-            self._topology.handle_error(
-                address,
-                error,
-                generation=generation,
-                completed_handshake=False,
-                in_authentication=in_authentication(error),
-                service_id=handshake_service_id(error),
-            )
-
-        pool: Pool[Connection] = Pool(
-            address,
-            establish,
-            self._pool_options,
-            self._publisher,
-            load_balanced=self._options.load_balanced,
-            on_establish_error=establish_failed,
-            # A clear with interruptInUseConnections aborts connections being established.
-            cancellation_factory=Cancellation,
-        )
-        return pool
-
-    def _new_monitor(self, address: Address, topology: Topology) -> Monitor:
-        return Monitor(address, topology, self._monitor_settings, self._publisher)
 
     # --- public API ------------------------------------------------------------------
 
