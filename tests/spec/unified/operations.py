@@ -68,6 +68,9 @@ class Arguments:
     def take(self, key: str, default: Any = None) -> Any:
         return self._left.pop(key, default)
 
+    def has(self, key: str) -> bool:
+        return key in self._left
+
     def require(self, key: str) -> Any:
         if key not in self._left:
             raise ValueError(f"{self._name} requires the argument {key!r}")
@@ -405,7 +408,7 @@ def collection_operation(
         args.done()
         collection.drop(session)
         return None
-    if name == "rename":
+    if name in {"rename", "renameCollection"}:  # the latter: newer files' name
         to = args.require("to")
         keywords = args.keywords({"dropTarget": "dropTarget"})
         args.done()
