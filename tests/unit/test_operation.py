@@ -36,6 +36,7 @@ def test_a_new_operation_takes_the_defaults_of_what_is_not_given() -> None:
         "explicit_read_preference": False,
         "opens_cursor": False,
         "pinned": None,
+        "operation_name": None,
         "attempts": 0,
         "may_have_written": False,
     }
@@ -65,8 +66,10 @@ def test_a_new_operation_keeps_every_argument_in_its_own_field(
         explicit_read_preference=explicit,
         opens_cursor=opens_cursor,
         pinned=pinned,
+        operation_name="countDocuments",
     )
     assert (op.name, op.database, op.build, op.session) == ("find", "db", _build, session)
+    assert op.operation_name == "countDocuments"
     assert (op.retry, op.read_preference, op.read_concern) == (
         RetryKind.READ,
         read_preference,

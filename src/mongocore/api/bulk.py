@@ -70,6 +70,10 @@ class _BulkWrite:
         # operation is then unsupported, every command of it without a transaction id.
         self.retryable = not any(r._multi for r in requests)
         self.operation_id = next_operation_id()
+        # Server selection's log messages name a bulk of one kind of write by its
+        # command (insert, update, delete) and a mixed one bulkWrite (Server Selection,
+        # "Logging": the public method's name where it differs from the command's).
+        self.operation_name = "bulkWrite" if len({r._kind for r in requests}) > 1 else None
         self.inserted_ids: dict[int, Any] = {}
         self.last_reply: Optional[Mapping[str, Any]] = None
         self.result: Document = {
@@ -165,6 +169,7 @@ class _BulkWrite:
                 retryable=self.retryable,
                 timeout_ms=self.timeout_ms,
                 operation_id=self.operation_id,
+                operation_name=self.operation_name,
             )
             self._merge(group, batches[position], reply)
             position += 1

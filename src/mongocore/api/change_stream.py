@@ -295,6 +295,7 @@ class ChangeStream:
             read_preference=None,
             timeout_ms=None,
             opens_cursor=True,  # behind a load balancer, its getMores keep the connection
+            operation_name="watch",  # server selection's log name, resumes included
         )
         namespace = (
             self._database,

@@ -129,11 +129,11 @@ class ClientCommands:
 
     def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
         """Drop a database (dropDatabase, never retried)."""
-        database = self[name]
+        self[name]  # checks the name
         command: dict[str, Any] = {"dropDatabase": 1}
         if not self._write_concern.is_server_default:
             command["writeConcern"] = self._write_concern.document
-        database.command(command, session=session)
+        self.command(name, command, session=session)
 
     def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
         """The server's buildInfo (version, versionArray, gitVersion, ...), from the
@@ -150,6 +150,7 @@ class ClientCommands:
         *,
         session: Optional[ClientSession] = None,
         timeout_ms: Optional[float] = None,
+        operation_name: Optional[str] = None,
     ) -> dict[str, Any]:
         """Run one command, as the generic command method: never retried.
 
@@ -159,6 +160,11 @@ class ClientCommands:
         time (the caller's document is not changed); no transaction number is ever
         added. An ``ok: 0`` reply raises OperationFailure; a reply carrying a
         writeConcernError is returned as it is, after SDAM has looked at it.
+
+        ``operation_name`` is what server selection's log messages call the operation
+        (by default the command's name): :meth:`Database.command
+        <mongocore.api.database.Database.command>` gives ``runCommand``, the
+        collection helpers their own names (``createCollection``, ...).
         """
         if self._closed:
             self._check_open()  # raises
@@ -191,6 +197,7 @@ class ClientCommands:
             timeout_ms=timeout_ms,
             # Given here, it stands in a transaction (else the transaction's applies).
             explicit_read_preference=read_preference is not None,
+            operation_name=operation_name,
         )
         # The client's executor, without its property's call once it exists.
         executor = self._executor_instance

@@ -193,12 +193,19 @@ class CollectionReads(CollectionBase):
             maxTimeMS=max_time_ms,
             comment=comment,
         )
-        with self.aggregate(
+        with _aggregate(
+            self._database,
+            self._database.name,
+            self._name,
             pipeline,
             session,
+            batch_size=None,
             read_preference=read_preference,
             timeout_ms=timeout_ms,
-            **options,
+            options=options,
+            collection=self._collection(),
+            # Server selection logs the helper's name, not the aggregate it runs.
+            operation_name="countDocuments",
         ) as cursor:
             for document in cursor:
                 return int(document["n"])

@@ -73,6 +73,7 @@ class CollectionWrites(CollectionBase):
         retryable: bool,
         timeout_ms: Optional[float],
         operation_id: Optional[int] = None,
+        operation_name: Optional[str] = None,
     ) -> Document:
         op = new_operation(
             name=name,
@@ -83,6 +84,7 @@ class CollectionWrites(CollectionBase):
             acknowledged=self._write_concern._acknowledged or session.in_transaction,
             timeout_ms=timeout_ms,
             operation_id=operation_id,
+            operation_name=operation_name,
         )
         return self._run(op).reply
 

@@ -42,6 +42,7 @@ def _aggregate(
     timeout_ms: Optional[float],
     options: Mapping[str, Any],
     collection: Optional[Collection] = None,
+    operation_name: Optional[str] = None,
 ) -> CommandCursor:
     stages = [dict(stage) for stage in pipeline]
     writes = bool(stages) and any(key in stages[-1] for key in ("$out", "$merge"))
@@ -78,6 +79,7 @@ def _aggregate(
         retryable=not writes,
         read_concern=True,
         write=writes and write_preference is None,
+        operation_name=operation_name,
     )
     if "comment" in fields:
         # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there).
@@ -133,6 +135,7 @@ def _run_cursor_command(
     read_concern: bool,
     empty_on_missing: bool = False,
     write: bool = False,
+    operation_name: Optional[str] = None,
 ) -> CommandCursor:
     owned = session is None
     use = target._session(session)
@@ -154,6 +157,7 @@ def _run_cursor_command(
                 read_concern=target.read_concern.document if read_concern else None,
                 timeout_ms=timeout_ms,
                 opens_cursor=True,
+                operation_name=operation_name,
             )
             outcome = target._run(op)
         else:
@@ -167,6 +171,7 @@ def _run_cursor_command(
                 retryable=retryable,
                 read_concern=read_concern,
                 opens_cursor=True,
+                operation_name=operation_name,
             )
     except OperationFailure as exc:
         if owned:

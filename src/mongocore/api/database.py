@@ -176,6 +176,7 @@ class Database(_Target, DatabaseWatch):
             read_preference,
             session=session,
             timeout_ms=timeout_ms,
+            operation_name="runCommand",
         )
         return reply if options is None else codec.decode_document(reply, options)
 
@@ -216,6 +217,7 @@ class Database(_Target, DatabaseWatch):
                 retryable=False,
                 read_concern=False,
                 opens_cursor=True,
+                operation_name="runCommand",
             )
             if not isinstance(outcome.reply.get("cursor"), Mapping):
                 raise InvalidOperation(f"the {name} command does not return a cursor")
@@ -309,7 +311,9 @@ class Database(_Target, DatabaseWatch):
         body: Document = {"create": name, **options}
         if not self._write_concern.is_server_default:
             body["writeConcern"] = self._write_concern.document
-        self.command(body, session=session)
+        self._client.command(
+            self._name, body, None, session=session, operation_name="createCollection"
+        )
         return self[name]
 
     def drop_collection(
@@ -320,7 +324,9 @@ class Database(_Target, DatabaseWatch):
         if not self._write_concern.is_server_default:
             body["writeConcern"] = self._write_concern.document
         try:
-            self.command(body, session=session)
+            self._client.command(
+                self._name, body, None, session=session, operation_name="dropCollection"
+            )
         except OperationFailure as exc:
             if exc.code != _NAMESPACE_NOT_FOUND:
                 raise

@@ -116,6 +116,7 @@ class _Target:
         retryable: bool = True,
         read_concern: bool = True,
         opens_cursor: bool = False,
+        operation_name: Optional[str] = None,
     ) -> CommandOutcome:
         op = new_operation(
             name=name,
@@ -128,6 +129,7 @@ class _Target:
             timeout_ms=timeout_ms,
             explicit_read_preference=read_preference is not None,
             opens_cursor=opens_cursor,
+            operation_name=operation_name,
         )
         return self._run(op)
 

@@ -546,7 +546,7 @@ class Executor:
             op.read_preference,
             deprioritized=deprioritized,
             timeout=timeout,
-            operation=op.name,
+            operation=op.operation_name or op.name,
             operation_id=operation_id,
         )
 

@@ -82,6 +82,9 @@ class Operation:
     pinned to the cursor (CommandOutcome's ``pinned``) while the cursor is open.
     ``pinned``: run on this pinned connection (a cursor's getMore and killCursors
     behind a load balancer): no selection, no checkout, one attempt.
+    ``operation_name``: the public method's name where server selection's log
+    messages must give it instead of the command's (Server Selection, "Logging":
+    ``runCommand``, ``countDocuments``, ``watch``, ...); None gives ``name``.
 
     The executor fills in ``attempts`` (commands sent or tried) and
     ``may_have_written`` (a failed attempt may have applied the write).
@@ -101,6 +104,7 @@ class Operation:
         "name",
         "opens_cursor",
         "operation_id",
+        "operation_name",
         "pinned",
         "read_concern",
         "read_preference",
@@ -120,6 +124,7 @@ class Operation:
     timeout_ms: Optional[float]
     address: Optional[Address]
     operation_id: Optional[int]
+    operation_name: Optional[str]
     explicit_read_preference: bool
     opens_cursor: bool
     pinned: Optional[PinnedConnection]
@@ -150,6 +155,7 @@ def new_operation(
     explicit_read_preference: bool = False,
     opens_cursor: bool = False,
     pinned: Optional[PinnedConnection] = None,
+    operation_name: Optional[str] = None,
 ) -> Operation:
     """A new :class:`Operation`, nothing attempted yet.
 
@@ -173,6 +179,7 @@ def new_operation(
     op.explicit_read_preference = explicit_read_preference
     op.opens_cursor = opens_cursor
     op.pinned = pinned
+    op.operation_name = operation_name
     op.attempts = 0
     op.may_have_written = False
     return op
