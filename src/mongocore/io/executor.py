@@ -125,7 +125,11 @@ def _policy_for(
     if operation.retry is _READ:
         # (Positional: a class called with a keyword argument packs it into a dict.)
         return ReadPolicy(retry_reads, socket_timeout_ms_set, in_transaction)
-    return WritePolicy(retry_writes and operation.acknowledged and not in_transaction)
+    if not (retry_writes and operation.acknowledged and not in_transaction):
+        # A write that is never retried has one attempt and no transaction id: what
+        # WritePolicy(False) would decide, without its checks (four calls a write).
+        return _SINGLE_ATTEMPT
+    return WritePolicy(True)
 
 
 #: A NamedTuple built from a tuple of all its fields, skipping its __new__ (which is
