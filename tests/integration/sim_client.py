@@ -37,6 +37,8 @@ class Recorder(CommandListener, ConnectionPoolListener):
         self.checkout_failures: list[ConnectionCheckOutFailedEvent] = []
         #: Called on the operation's thread for each failed event, before any retry.
         self.on_failed: Optional[Callable[[CommandFailedEvent], None]] = None
+        #: Called on the operation's thread for each succeeded event.
+        self.on_succeeded: Optional[Callable[[CommandSucceededEvent], None]] = None
 
     # --- listener methods ---------------------------------------------------------------
 
@@ -50,6 +52,8 @@ class Recorder(CommandListener, ConnectionPoolListener):
 
     def succeeded(self, event: CommandSucceededEvent) -> None:
         self._add(event)
+        if self.on_succeeded is not None:
+            self.on_succeeded(event)
 
     def failed(self, event: CommandFailedEvent) -> None:
         self._add(event)

@@ -37,6 +37,7 @@ def test_a_new_operation_takes_the_defaults_of_what_is_not_given() -> None:
         "opens_cursor": False,
         "pinned": None,
         "operation_name": None,
+        "continue_on": None,
         "attempts": 0,
         "may_have_written": False,
     }
@@ -67,9 +68,10 @@ def test_a_new_operation_keeps_every_argument_in_its_own_field(
         opens_cursor=opens_cursor,
         pinned=pinned,
         operation_name="countDocuments",
+        continue_on=Address("h", 27018),
     )
     assert (op.name, op.database, op.build, op.session) == ("find", "db", _build, session)
-    assert op.operation_name == "countDocuments"
+    assert (op.operation_name, op.continue_on) == ("countDocuments", Address("h", 27018))
     assert (op.retry, op.read_preference, op.read_concern) == (
         RetryKind.READ,
         read_preference,

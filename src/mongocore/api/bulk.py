@@ -26,6 +26,7 @@ from mongocore.io.operation import AttemptContext, Command
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
+    from mongocore.core.address import Address
 
 
 # --- bulk writes -----------------------------------------------------------------------
@@ -74,6 +75,8 @@ class _BulkWrite:
         # command (insert, update, delete) and a mixed one bulkWrite (Server Selection,
         # "Logging": the public method's name where it differs from the command's).
         self.operation_name = "bulkWrite" if len({r._kind for r in requests}) > 1 else None
+        #: Where the last command ran: the next goes there too while it is writable.
+        self.server: Optional[Address] = None
         self.inserted_ids: dict[int, Any] = {}
         self.last_reply: Optional[Mapping[str, Any]] = None
         self.result: Document = {
@@ -162,7 +165,7 @@ class _BulkWrite:
                     {identifier: [group.statements[i][1] for i in indexes]},
                 )
 
-            reply = collection._write(
+            outcome = collection._write(
                 group.kind,
                 build,
                 self.session,
@@ -170,7 +173,10 @@ class _BulkWrite:
                 timeout_ms=self.timeout_ms,
                 operation_id=self.operation_id,
                 operation_name=self.operation_name,
+                continue_on=self.server,
             )
+            reply = outcome.reply
+            self.server = outcome.address
             self._merge(group, batches[position], reply)
             position += 1
             if position >= len(batches):

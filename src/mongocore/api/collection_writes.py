@@ -45,9 +45,10 @@ from mongocore.api.results import (
 )
 from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
+from mongocore.core.address import Address
 from mongocore.core.retry_policy import RetryKind
 from mongocore.io.command_monitoring import next_operation_id
-from mongocore.io.operation import AttemptContext, Command, new_operation
+from mongocore.io.operation import AttemptContext, Command, CommandOutcome, new_operation
 
 _new_tuple = tuple.__new__
 _WRITE = RetryKind.WRITE  # bound once: an enum member read from its class costs more
@@ -74,7 +75,8 @@ class CollectionWrites(CollectionBase):
         timeout_ms: Optional[float],
         operation_id: Optional[int] = None,
         operation_name: Optional[str] = None,
-    ) -> Document:
+        continue_on: Optional[Address] = None,
+    ) -> CommandOutcome:
         op = new_operation(
             name=name,
             database=self._database._name,
@@ -85,8 +87,9 @@ class CollectionWrites(CollectionBase):
             timeout_ms=timeout_ms,
             operation_id=operation_id,
             operation_name=operation_name,
+            continue_on=continue_on,
         )
-        return self._run(op).reply
+        return self._run(op)
 
     def _write_command_fields(self, body: Document, **options: Any) -> Document:
         if not self._write_concern.is_server_default:
@@ -484,7 +487,9 @@ class CollectionWrites(CollectionBase):
             return Command(self._write_command_fields(body, **options))
 
         try:
-            reply = self._write("findAndModify", build, use, retryable=True, timeout_ms=timeout_ms)
+            reply = self._write(
+                "findAndModify", build, use, retryable=True, timeout_ms=timeout_ms
+            ).reply
         finally:
             if owned:
                 use.end_session()

@@ -542,6 +542,13 @@ class Executor:
                     " lives) is no longer part of the topology"
                 )
             return server, sd
+        if op.continue_on is not None and failed_at is None:
+            # A bulk write's next command: where the last one ran, if that server is
+            # still writable (no selection, so none logged); else a selection.
+            server = topology.get_server(op.continue_on)
+            sd = topology.description.servers.get(op.continue_on)
+            if server is not None and sd is not None and sd.is_writable:
+                return server, sd
         deprioritized: tuple[Address, ...] = ()
         if failed_at is not None and topology.description.type is _SHARDED:
             deprioritized = (failed_at,)

@@ -82,6 +82,10 @@ class Operation:
     pinned to the cursor (CommandOutcome's ``pinned``) while the cursor is open.
     ``pinned``: run on this pinned connection (a cursor's getMore and killCursors
     behind a load balancer): no selection, no checkout, one attempt.
+    ``continue_on``: the server a bulk write's earlier commands ran on. The first
+    attempt runs there without a selection while the topology still describes it as
+    writable: a bulk write makes one selection, as pymongo's does, unless the server
+    changes; a retry selects anew.
     ``operation_name``: the public method's name where server selection's log
     messages must give it instead of the command's (Server Selection, "Logging":
     ``runCommand``, ``countDocuments``, ``watch``, ...); None gives ``name``.
@@ -98,6 +102,7 @@ class Operation:
         "address",
         "attempts",
         "build",
+        "continue_on",
         "database",
         "explicit_read_preference",
         "may_have_written",
@@ -123,6 +128,7 @@ class Operation:
     acknowledged: bool
     timeout_ms: Optional[float]
     address: Optional[Address]
+    continue_on: Optional[Address]
     operation_id: Optional[int]
     operation_name: Optional[str]
     explicit_read_preference: bool
@@ -156,6 +162,7 @@ def new_operation(
     opens_cursor: bool = False,
     pinned: Optional[PinnedConnection] = None,
     operation_name: Optional[str] = None,
+    continue_on: Optional[Address] = None,
 ) -> Operation:
     """A new :class:`Operation`, nothing attempted yet.
 
@@ -180,6 +187,7 @@ def new_operation(
     op.opens_cursor = opens_cursor
     op.pinned = pinned
     op.operation_name = operation_name
+    op.continue_on = continue_on
     op.attempts = 0
     op.may_have_written = False
     return op
