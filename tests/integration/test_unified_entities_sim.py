@@ -14,8 +14,10 @@ from tests.spec.unified.events import EventLog
 
 
 def _entity(uri: str, **options: object) -> ClientEntity:
-    client = Client(uri, **options)
-    return ClientEntity("client", client, EventLog(), {}, retry_writes=False)
+    """A client entity as the runner makes one: its event log listens to the client."""
+    log = EventLog()
+    client = Client(uri, event_listeners=log.listeners(), **options)
+    return ClientEntity("client", client, log, {}, retry_writes=False)
 
 
 def test_await_min_pool_size_returns_once_the_pool_is_populated() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -59,25 +58,28 @@ class ClientEntity:
     def await_min_pool_size(self, timeout_ms: int) -> None:
         """awaitMinPoolSizeMS: wait until a writable server's pool holds minPoolSize
         established connections (available or in use; not those still connecting),
-        or fail once ``timeout_ms`` has passed (the pool's background task opens the
-        connections; this polls their count until then, it never waits a fixed time)."""
+        or fail once ``timeout_ms`` has passed. It waits on the event log's condition,
+        which every pool and topology event of the client notifies (the runner
+        subscribes the log to all of them); a pool publishes a connection's ready event
+        after counting it."""
         wanted = self.client.options.min_pool_size
         topology = self.client.topology
-        deadline = time.monotonic() + timeout_ms / 1000.0
-        while True:
+
+        def populated() -> bool:
             for address, description in topology.description.servers.items():
                 server = topology.get_server(address)
                 if description.is_writable and server is not None:
                     pool = server.pool
-                    pending = pool.pending_connection_count
-                    if pool.total_connection_count - pending >= wanted:
-                        return
-            if time.monotonic() >= deadline:
+                    if pool.total_connection_count - pool.pending_connection_count >= wanted:
+                        return True
+            return False
+
+        with self.log.cond:
+            if not self.log.cond.wait_for(populated, timeout_ms / 1000.0):
                 raise AssertionError(
                     f"awaitMinPoolSizeMS: no writable server's pool reached minPoolSize"
                     f" {wanted} within {timeout_ms} ms"
                 )
-            time.sleep(0.01)
 
 
 @dataclass
