@@ -39,7 +39,7 @@ _LISTED = {
     listed
     for kind in deviations.KINDS
     for entry in deviations.entries()[kind]
-    for listed in ([entry["suite"]] if isinstance(entry["suite"], str) else entry["suite"])
+    for listed in deviations._suites(entry)
 }
 UNIFIED_SUITES = sorted(
     {s for s in _LISTED if s.endswith("/unified") or s in UNIFIED_FORMAT_FOLDERS}
