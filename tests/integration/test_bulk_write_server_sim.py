@@ -57,7 +57,7 @@ def test_a_bulk_write_selects_once(rs: ReplicaSet) -> None:
                 ]
             )
         assert _selections(records.data) == 1
-        commands = [e for e in recorder.of(CommandSucceededEvent)]
+        commands = recorder.of(CommandSucceededEvent)
         assert [e.command_name for e in commands] == ["insert", "update", "delete"]
         assert len({e.address for e in commands}) == 1
 
