@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import CommandContext, Reply
 
-__all__ = ["COMMANDS", "cmd_rename_collection"]
+__all__ = ["cmd_rename_collection"]
 
 
 def _namespace(value: Any, field: str, which: str) -> tuple[str, str]:
@@ -50,8 +50,3 @@ def cmd_rename_collection(ctx: CommandContext) -> Reply:
         raise CommandError(48, "target namespace exists")
     store.rename_collection(source, target, drop_target=drop_target)
     return {"ok": 1.0}
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "renameCollection": CommandSpec(cmd_rename_collection, "write", admin_only=True),
-}

@@ -49,6 +49,7 @@ CODE_NAMES: dict[int, str] = {
     66: "ImmutableField",
     72: "InvalidOptions",
     73: "InvalidNamespace",
+    76: "NoReplicationEnabled",
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
     89: "NetworkTimeout",

@@ -5,8 +5,8 @@ Each handler takes a ``CommandContext`` and returns the reply document shaped li
 MongoDB 7.0 server's (``n``, ``nModified``, ``upserted``, ``writeErrors`` with
 ``index``/``code``/``errmsg``, ``cursor`` with ``id``/``ns``/``firstBatch`` or
 ``nextBatch``), or raises ``CommandError``. Whether the member may run the command at
-all (primary, secondary with secondaryOk, arbiter) is decided by the member before;
-``COMMANDS`` tells it each command's kind.
+all (primary, secondary with secondaryOk, arbiter) is decided before, by the rules of
+the command's entry in the registry (command_table.py).
 """
 
 from __future__ import annotations
@@ -29,14 +29,6 @@ from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.codes import CommandError
 from mongocore.sim.crud_commands import (
     aggregate_writes,
-    cmd_aggregate,
-    cmd_count,
-    cmd_delete,
-    cmd_distinct,
-    cmd_find,
-    cmd_find_and_modify,
-    cmd_insert,
-    cmd_update,
 )
 from mongocore.sim.query import batch_size as _batch_size
 from mongocore.sim.sessions import RetryableWrite
@@ -47,15 +39,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILD_VERSION",
-    "COMMANDS",
     "MAX_BSON_OBJECT_SIZE",
     "MAX_MESSAGE_SIZE_BYTES",
     "MAX_WIRE_VERSION",
     "MAX_WRITE_BATCH_SIZE",
     "CommandContext",
-    "CommandSpec",
     "Cursor",
     "CursorTable",
+    "Handler",
     "aggregate_writes",
     "build_info",
 ]
@@ -204,21 +195,6 @@ class CommandContext:
 
 
 Handler = Callable[[CommandContext], Reply]
-
-
-@dataclass(frozen=True)
-class CommandSpec:
-    """A command's handler and kind: "read", "write", "cursor" or "any"."""
-
-    handler: Handler
-    kind: str
-    admin_only: bool = False
-    retryable_write: bool = False
-    #: The kind of one request when it depends on it (an explain is what it explains).
-    kind_for: Optional[Callable[[Mapping[str, Any]], str]] = None
-
-    def kind_of(self, cmd: Mapping[str, Any]) -> str:
-        return self.kind if self.kind_for is None else self.kind_for(cmd)
 
 
 # -- cursors ---------------------------------------------------------------------------
@@ -523,39 +499,3 @@ def cmd_get_parameter(ctx: CommandContext) -> Reply:
     reply: Reply = {name: _PARAMETERS[name] for name in names}
     reply["ok"] = 1.0
     return reply
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "insert": CommandSpec(cmd_insert, "write", retryable_write=True),
-    "update": CommandSpec(cmd_update, "write", retryable_write=True),
-    "delete": CommandSpec(cmd_delete, "write", retryable_write=True),
-    "findAndModify": CommandSpec(cmd_find_and_modify, "write", retryable_write=True),
-    "create": CommandSpec(cmd_create, "write"),
-    "drop": CommandSpec(cmd_drop, "write"),
-    "dropDatabase": CommandSpec(cmd_drop_database, "write"),
-    "createIndexes": CommandSpec(cmd_create_indexes, "write"),
-    "dropIndexes": CommandSpec(cmd_drop_indexes, "write"),
-    "collMod": CommandSpec(cmd_coll_mod, "write"),
-    "find": CommandSpec(cmd_find, "read"),
-    "aggregate": CommandSpec(cmd_aggregate, "read"),
-    "count": CommandSpec(cmd_count, "read"),
-    "distinct": CommandSpec(cmd_distinct, "read"),
-    "listCollections": CommandSpec(cmd_list_collections, "read"),
-    "listIndexes": CommandSpec(cmd_list_indexes, "read"),
-    "listDatabases": CommandSpec(cmd_list_databases, "read", admin_only=True),
-    "getMore": CommandSpec(cmd_get_more, "cursor"),
-    "killCursors": CommandSpec(cmd_kill_cursors, "cursor"),
-    "ping": CommandSpec(cmd_ping, "any"),
-    "buildInfo": CommandSpec(cmd_build_info, "any"),
-    "buildinfo": CommandSpec(cmd_build_info, "any"),
-    "endSessions": CommandSpec(cmd_end_sessions, "any"),
-    "killAllSessions": CommandSpec(cmd_end_sessions, "any"),
-    "killSessions": CommandSpec(cmd_end_sessions, "any"),
-    "refreshSessions": CommandSpec(cmd_end_sessions, "any"),
-    "whatsmyuri": CommandSpec(cmd_whatsmyuri, "any"),
-    "connectionStatus": CommandSpec(cmd_connection_status, "any"),
-    "hostInfo": CommandSpec(cmd_host_info, "any"),
-    "getParameter": CommandSpec(cmd_get_parameter, "any", admin_only=True),
-}
-"""The data and diagnostic commands of a mongod; hello, fail points and replica-set
-commands are the member's own."""

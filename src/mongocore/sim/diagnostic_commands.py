@@ -20,17 +20,16 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
 
-from mongocore.sim.api_parameters import API_V1_COMMANDS
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import BUILD_VERSION, CommandContext, CommandSpec, Reply
-from mongocore.sim.security import UNAUTHENTICATED_COMMANDS
+from mongocore.sim.commands import BUILD_VERSION, CommandContext, Reply
+from mongocore.sim.registry import MONGOS, REPLICA_SET_MEMBER, STANDALONE
 from mongocore.sim.system_collections import replica_set_of
 
 if TYPE_CHECKING:
     from mongocore.sim.member import Process
+    from mongocore.sim.registry import Registry
 
 __all__ = [
-    "COMMANDS",
     "cmd_get_cmd_line_opts",
     "cmd_get_log",
     "cmd_list_commands",
@@ -42,13 +41,6 @@ __all__ = [
 MAX_INCOMING_CONNECTIONS = 838_860
 _MIB = 1024 * 1024
 LOG_NAMES = ("global", "startupWarnings")
-_REPLICA_SET_COMMANDS = (
-    "replSetFreeze",
-    "replSetGetConfig",
-    "replSetGetStatus",
-    "replSetInitiate",
-    "replSetStepDown",
-)
 
 
 def process_of(ctx: CommandContext) -> Process:
@@ -130,29 +122,28 @@ def cmd_server_status(ctx: CommandContext) -> Reply:
     return reply
 
 
-def cmd_list_commands(table: Mapping[str, CommandSpec], ctx: CommandContext) -> Reply:
-    """listCommands over ``table`` and the commands a process answers itself."""
-    kinds = {name: spec.kind for name, spec in table.items()}
-    admin_only = {name for name, spec in table.items() if spec.admin_only}
-    for name in ("hello", "isMaster", "saslStart", "saslContinue", "authenticate", "logout"):
-        kinds[name] = "any"
-    kinds["configureFailPoint"] = "any"
-    admin_only.add("configureFailPoint")
-    if process_of(ctx).kind == "mongod":
-        # A mongod lists them whether or not it runs with --replSet.
-        for name in _REPLICA_SET_COMMANDS:
-            kinds[name] = "any"
-            admin_only.add(name)
+def cmd_list_commands(registry: Registry, ctx: CommandContext) -> Reply:
+    """listCommands: every command of the registry this kind of process has, each once
+    (by its main name)."""
+    process = process_of(ctx)
+    deployment = MONGOS if process.kind == "mongos" else STANDALONE
+    if replica_set_of(process) is not None:
+        deployment = REPLICA_SET_MEMBER
+    listed = [
+        command
+        for command in registry
+        # A mongod lists the replSet* commands whether or not it runs with --replSet.
+        if command.runs_on(deployment)
+        or (deployment == STANDALONE and command.runs_on(REPLICA_SET_MEMBER))
+    ]
     commands: dict[str, Any] = {}
-    for name in sorted(kinds, key=str.lower):
-        if name in ("buildinfo", "ismaster"):
-            continue  # aliases are listed once, by their main name
-        commands[name] = {
-            "help": f"the {name} command",
-            "requiresAuth": name not in UNAUTHENTICATED_COMMANDS,
-            "secondaryOk": kinds[name] != "write",
-            "adminOnly": name in admin_only,
-            "apiVersions": ["1"] if name in API_V1_COMMANDS else [],
+    for command in sorted(listed, key=lambda c: c.name.lower()):
+        commands[command.name] = {
+            "help": f"the {command.name} command",
+            "requiresAuth": command.requires_auth,
+            "secondaryOk": command.kind != "write",
+            "adminOnly": command.admin_only,
+            "apiVersions": ["1"] if command.api_version_1 else [],
             "deprecatedApiVersions": [],
         }
     return {"commands": commands, "ok": 1.0}
@@ -269,11 +260,3 @@ def cmd_get_cmd_line_opts(ctx: CommandContext) -> Reply:
         argv += ["--storageEngine", "inMemory"]
         parsed["storage"] = {"engine": "inMemory"}
     return {"argv": argv, "parsed": parsed, "ok": 1.0}
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "serverStatus": CommandSpec(cmd_server_status, "any"),
-    "getLog": CommandSpec(cmd_get_log, "any", admin_only=True),
-    "getCmdLineOpts": CommandSpec(cmd_get_cmd_line_opts, "any", admin_only=True),
-}
-"""Registered with listCommands (which needs the whole table) by command_table.py."""

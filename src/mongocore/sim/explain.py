@@ -19,7 +19,7 @@ from typing import Any
 from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import BUILD_VERSION, CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import BUILD_VERSION, CommandContext, Reply
 from mongocore.sim.query_planner import (
     MAX_BLOCKING_SORT_BYTES,
     Plan,
@@ -33,7 +33,7 @@ from mongocore.sim.query_planner import (
 from mongocore.sim.scratch import run_pipeline, scratch_client
 from mongocore.sim.store import translate_store_errors
 
-__all__ = ["COMMANDS", "EXPLAINABLE", "cmd_explain", "explain_aggregate", "explain_kind"]
+__all__ = ["EXPLAINABLE", "cmd_explain", "explain_aggregate", "explain_kind"]
 
 VERBOSITIES = ("queryPlanner", "executionStats", "allPlansExecution")
 #: The commands explain accepts, and the kind each runs as.
@@ -388,8 +388,3 @@ def _later_stages(
         entry["nReturned"] = len(run_pipeline(docs, rest[:count], coll.namespace))
         entry["executionTimeMillisEstimate"] = 0
     return entries
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "explain": CommandSpec(cmd_explain, "read", kind_for=explain_kind),
-}

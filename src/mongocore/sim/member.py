@@ -4,8 +4,8 @@ A :class:`Member` is a :class:`~mongocore.sim.process.Process` (listener, fail p
 the command pipeline; its wire side in message_loop.py) that also knows what a mongod
 in a replica set knows: its role, its configuration (priority, votes, hidden, arbiter,
 tags, lag) and its lagging copy of the data (member_state.py, replication.py), and
-dispatches each command by the rules of that role: hello, fail points,
-transactions, the set's own commands, then the command table with the role check
+runs each command by the rules of its registry entry (command_table.py) in the order
+command_pipeline.py lists: transactions, the set's own commands, the role check
 (NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary), retryable-write
 records, read concern waits and the member's copy for secondary reads.
 
@@ -25,7 +25,7 @@ from mongocore.sim.codes import (
     CloseConnection,
     CommandError,
 )
-from mongocore.sim.command_table import COMMANDS
+from mongocore.sim.command_table import REGISTRY
 from mongocore.sim.commands import (
     CommandContext,
     aggregate_writes,
@@ -43,12 +43,20 @@ from mongocore.sim.member_state import (
 )
 from mongocore.sim.message_loop import HELLO_NAMES, Outcome
 from mongocore.sim.process import Owner, Process
+from mongocore.sim.registry import (
+    DATA,
+    NO,
+    REPLICA_SET,
+    REPLICA_SET_MEMBER,
+    STANDALONE,
+    Command,
+)
 from mongocore.sim.replication import replay
 from mongocore.sim.server import Connection
 from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_read
 from mongocore.sim.store import translate_store_errors
-from mongocore.sim.transactions import LIFETIME_PARAMETER, is_transaction_command
+from mongocore.sim.transactions import is_transaction_command
 from mongocore.sim.where import OperationInterruption, has_where, resolve_where
 
 __all__ = [
@@ -69,6 +77,8 @@ __all__ = [
 
 class Member(MemberState):
     """A mongod: a replica-set member, or the one process of a standalone."""
+
+    registry = REGISTRY
 
     # -- commands ----------------------------------------------------------------------
 
@@ -107,8 +117,8 @@ class Member(MemberState):
         """Run a command; replication's work is done around it, without the lock
         (replication.py): a read on a secondary first brings the member's copy up to
         date, and a write is then replayed to every member's copy."""
-        spec = COMMANDS.get(name)
-        kind = spec.kind_of(cmd) if spec is not None and name not in HELLO_NAMES else "any"
+        command = self.registry.get(name)
+        kind = command.kind_of(cmd) if command is not None and command.stage == DATA else "any"
         if (name == "aggregate" and aggregate_writes(cmd)) or is_transaction_command(name, cmd):
             kind = "write"  # a commit, too, is replayed to the copies right away
         store = self._member_owner.store
@@ -118,7 +128,7 @@ class Member(MemberState):
         try:
             if has_where(name, cmd):
                 cmd = self._resolve_where(conn, name, db, cmd, kind=kind, secondary_ok=secondary_ok)
-            return self._run_command(conn, name, db, cmd, secondary_ok=secondary_ok)
+            return self._run_command(conn, command, name, db, cmd, secondary_ok=secondary_ok)
         finally:
             if kind == "write":
                 replay(store, self.cond, wait=False)
@@ -154,32 +164,37 @@ class Member(MemberState):
         interruption = OperationInterruption(self, conn, name)
         return resolve_where(name, db, cmd, read=read, interruption=interruption)
 
+    @property
+    def deployment_kind(self) -> str:
+        """What the registry calls this process's deployment (command_table.py)."""
+        return REPLICA_SET_MEMBER if self._member_owner.is_replica_set else STANDALONE
+
     def _run_command(
-        self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
+        self,
+        conn: Connection,
+        command: Optional[Command],
+        name: str,
+        db: str,
+        cmd: dict[str, Any],
+        *,
+        secondary_ok: bool,
     ) -> Optional[Outcome]:
+        """The mongod's steps, in the order command_pipeline.py lists them."""
         owner = self._member_owner
         with self.cond:
-            if name in HELLO_NAMES:
-                return self._hello(conn, cmd, legacy=name != "hello")
-            if name == "configureFailPoint":
-                reply = self._configure_fail_point_command(db, cmd)
-                owner.decorate(reply)
-                return Outcome(reply)
-            if is_transaction_command(name, cmd) or (
-                name == "setParameter" and LIFETIME_PARAMETER in cmd
-            ):
-                return self._transaction_command(name, db, cmd)
+            if is_transaction_command(name, cmd):
+                return self._transaction_command(command, name, db, cmd)
             check_snapshot_read(name, cmd, supported=owner.is_replica_set)
-            special = owner.replica_set_command(self, name, db, cmd)
-            if special is not None:
-                owner.decorate(special)
-                return Outcome(special)
-            spec = COMMANDS.get(name)
-            if spec is None:
+            if command is not None and command.stage == REPLICA_SET and not owner.is_replica_set:
+                raise CommandError(76, "not running with --replSet")
+            if command is None or not command.runs_on(self.deployment_kind):
                 raise CommandError(59, f"no such command: '{name}'")
-            if spec.admin_only and db != "admin":
+            if command.stage not in (DATA, REPLICA_SET):
+                # Answered by the process itself (command_pipeline.py), never here.
+                raise CommandError(1, f"{name} cannot run here")
+            if command.admin_only and db != "admin":
                 raise CommandError(13, f"{name} may only be run against the admin database.")
-            kind = spec.kind_of(cmd)
+            kind = command.kind_of(cmd)
             role_kind = kind
             if name == "aggregate" and aggregate_writes(cmd):
                 kind = "write"
@@ -198,7 +213,7 @@ class Member(MemberState):
                     raise CommandError(
                         20, "Transaction numbers are only allowed on a replica set member or mongos"
                     )
-                if not spec.retryable_write:
+                if not command.retryable_write:
                     raise CommandError(
                         50768,
                         "txnNumber may only be provided for multi-document transactions and"
@@ -235,9 +250,10 @@ class Member(MemberState):
                 )
                 written = owner.store.oplog_end
                 table = owner.transactions
+                handler = command.handler_on(self.deployment_kind)
                 # Open transactions keep their snapshot of what a write changes.
                 with table.around(kind, name, db, cmd) if table else contextlib.nullcontext():
-                    reply = COMMANDS[name].handler(ctx)
+                    reply = handler(ctx)
             if txn_number is not None and isinstance(lsid, Mapping):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
             add_at_cluster_time(name, cmd, reply, owner.store.last_optime.ts)
@@ -252,30 +268,29 @@ class Member(MemberState):
             stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
             return Outcome(reply, stream=stream, next_cmd=dict(cmd) if stream else None)
 
-    def _transaction_command(self, name: str, db: str, cmd: dict[str, Any]) -> Outcome:
-        """A command of a multi-document transaction (sim/transactions.py), or the
-        setParameter of its lifetime limit. The lock is held."""
+    def _transaction_command(
+        self, command: Optional[Command], name: str, db: str, cmd: dict[str, Any]
+    ) -> Outcome:
+        """A command of a multi-document transaction (sim/transactions.py), by the rules
+        of its registry entry. The lock is held."""
         owner = self._member_owner
         table = owner.transactions
         if table is None:
             raise CommandError(
                 20, "Transaction numbers are only allowed on a replica set member or mongos"
             )
-        if name == "setParameter":
-            if db != "admin":
-                raise CommandError(13, "setParameter may only be run against the admin database.")
-            reply = table.set_parameter(cmd)
-        else:
-            self._check_role("write", secondary_ok=False)
-            reply = table.run(
-                self,
-                name,
-                db,
-                cmd,
-                cursors=self.cursors,
-                data_members=owner.data_bearing_count(),
-                process=self,
-            )
+        self._check_role("write", secondary_ok=False)
+        reply = table.run(
+            self,
+            name,
+            db,
+            cmd,
+            cursors=self.cursors,
+            data_members=owner.data_bearing_count(),
+            process=self,
+            rule=command.transaction if command is not None else NO,
+            handler=command.handler if command is not None else None,
+        )
         owner.decorate(reply, owner.store.last_optime)
         return Outcome(reply)
 

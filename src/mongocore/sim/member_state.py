@@ -83,10 +83,6 @@ class MemberOwner(Owner, Protocol):
 
     def replica_set_hello(self, member: Member) -> dict[str, Any]: ...
 
-    def replica_set_command(
-        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
-    ) -> Optional[dict[str, Any]]: ...
-
     def last_write(self, member: Member) -> Optional[dict[str, Any]]: ...
 
 

@@ -5,12 +5,12 @@ and a topologyVersion counter (the SDAM spec's topologyVersion: a new processId 
 start, the counter bumped on every change of its hello), fail points (failpoints.py;
 ``configureFailPoint`` and from Python), cursors, opcounters and the operations in
 progress (operations.py). It runs each command the message loop (message_loop.py)
-hands it through the same steps as a 7.0 server: authorization (security.py: commands
-are refused before login when there are users), the ``failCommand`` fail point
-(block, close the connection, or fail), then the command itself (``_run``, the
-mongod's or the mongos's) with the write concern error a fail point adds; errors get
-the labels and the topologyVersion a server adds. Awaitable hello waits for a change
-of the topologyVersion without holding the lock.
+hands it through the same steps as a 7.0 server (command_pipeline.py: the Stable API
+parameters, authorization, the command's fields, the ``failCommand`` fail point, then
+the command itself, ``_run``, the mongod's or the mongos's, with the write concern
+error a fail point adds); errors get the labels and the topologyVersion a server
+adds. Awaitable hello waits for a change of the topologyVersion without holding the
+lock.
 
 Locking: every process of a deployment shares the deployment's condition variable.
 Commands run while holding it (mongomock is not thread-safe), and waits (awaitable
@@ -28,7 +28,7 @@ from typing import Any, Optional, Protocol
 
 from bson import Int64, ObjectId
 
-from mongocore.sim.api_parameters import check_api_parameters
+from mongocore.sim import command_pipeline
 from mongocore.sim.codes import (
     TOPOLOGY_VERSION_CODES,
     CloseConnection,
@@ -42,13 +42,13 @@ from mongocore.sim.commands import (
     MIN_WIRE_VERSION,
     CursorTable,
 )
-from mongocore.sim.control import SIM_CONTROL, run_control
 from mongocore.sim.error_labels import error_labels
 from mongocore.sim.failpoints import FailCommandAction, FailPoints, Mode
 from mongocore.sim.local_sessions import touch as touch_session
-from mongocore.sim.message_loop import HELLO_NAMES, MessageLoop, Outcome
+from mongocore.sim.message_loop import MessageLoop, Outcome
 from mongocore.sim.operations import OpCounters, OperationTable
-from mongocore.sim.security import AUTH_COMMANDS, Security
+from mongocore.sim.registry import Registry
+from mongocore.sim.security import Security
 from mongocore.sim.server import Connection, WireServer
 from mongocore.sim.store import OpTime
 
@@ -90,6 +90,9 @@ class Process(MessageLoop):
     """One simulated server process listening on its own 127.0.0.1 port."""
 
     kind = "mongod"
+    #: The commands this kind of process knows (command_table.REGISTRY, set by the
+    #: subclasses: the table imports the handlers, which import this module).
+    registry: Registry
 
     def __init__(self, owner: Owner, label: str, port: int = 0, host: str = "127.0.0.1") -> None:
         self._owner = owner
@@ -272,75 +275,9 @@ class Process(MessageLoop):
     def _execute_command(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
     ) -> Optional[Outcome]:
-        """Run one command through the fail points; None means "never answer"."""
-        handshake = name in HELLO_NAMES and not conn.handshake_done
-        security = self.security
-        with self.cond:
-            if not self.alive:
-                raise CloseConnection
-            if handshake:
-                _record_handshake(conn, cmd)
-            try:
-                # The Stable API parameters are checked first, the handshake's too.
-                check_api_parameters(name, cmd)
-                security.check_authorized(conn, name)
-            except CommandError as exc:
-                return Outcome(self._error(exc, cmd))
-            action = self.failpoints.fail_command(
-                name, conn.app_name, has_txn_number="txnNumber" in cmd
-            )
-            if action is not None:
-                if action.block_ms:
-                    interrupted = self._block(conn, name, action.block_ms)
-                    if self.partition_mode == "drop":
-                        return None
-                    if interrupted is not None:
-                        return Outcome(self._error(interrupted, cmd))
-                if action.close_connection:
-                    raise CloseConnection
-                if action.error is not None:
-                    return Outcome(self._fail_point_error(action, action.error, cmd))
-        try:
-            if name in AUTH_COMMANDS:
-                reply = security.run(conn, name, db, cmd)
-                with self.cond:
-                    self._owner.decorate(reply)
-                outcome: Optional[Outcome] = Outcome(reply)
-            elif name == SIM_CONTROL:
-                reply, after_reply = run_control(self, db, cmd)
-                with self.cond:
-                    self._owner.decorate(reply)
-                outcome = Outcome(reply, after_reply=after_reply)
-            else:
-                outcome = self._run(conn, name, db, cmd, secondary_ok=secondary_ok)
-                if outcome is not None:
-                    security.decorate(conn, name, cmd, outcome.reply, handshake=handshake)
-        except CommandError as exc:
-            with self.cond:
-                # LoadBalancerSupportMismatch closes the connection after the reply.
-                return Outcome(self._error(exc, cmd), close_after=exc.code == 354)
-        except CloseConnection:
-            raise
-        except Exception:
-            # A defect of the simulator: answered as a server's InternalError, without
-            # the Python exception's text (logged for whoever runs the simulator).
-            _log.exception("simulated server %s: %r failed", self.label, name)
-            with self.cond:
-                failure = CommandError(1, f"internal error while executing {name}")
-                return Outcome(self._error(failure, cmd))
-        finally:
-            if handshake:
-                conn.handshake_done = True
-        if outcome is None:
-            return None
-        if action is not None and action.write_concern_error and outcome.reply.get("ok"):
-            reply = dict(outcome.reply)
-            reply["writeConcernError"] = dict(action.write_concern_error)
-            labels = _write_concern_labels(action, action.write_concern_error, cmd)
-            if labels:
-                reply["errorLabels"] = labels
-            outcome = outcome._replace(reply=reply)
-        return outcome
+        """Run one command through the pipeline (command_pipeline.py); None means "never
+        answer"."""
+        return command_pipeline.execute(self, conn, name, db, cmd, secondary_ok=secondary_ok)
 
     def _block(self, conn: Connection, name: str, block_ms: int) -> Optional[CommandError]:
         """Block for ``blockTimeMS``; the error if a step-down or killOp interrupted it."""
@@ -482,24 +419,3 @@ class Process(MessageLoop):
             raise CommandError(9, "configureFailPoint requires 'mode'")
         count = self.failpoints.configure(name, cmd["mode"], cmd.get("data"))
         return {"count": count, "ok": 1.0}
-
-
-def _record_handshake(conn: Connection, cmd: Mapping[str, Any]) -> None:
-    client = cmd.get("client")
-    if isinstance(client, Mapping):
-        conn.client_metadata = dict(client)
-        application = client.get("application")
-        if isinstance(application, Mapping) and isinstance(application.get("name"), str):
-            conn.app_name = application["name"]
-    conn.load_balanced = bool(cmd.get("loadBalanced", False))
-
-
-def _write_concern_labels(
-    action: FailCommandAction, wce: Mapping[str, Any], cmd: Mapping[str, Any]
-) -> list[str]:
-    if action.labels_override is not None:
-        return list(action.labels_override)
-    labels = list(wce.get("errorLabels", []))
-    code = wce.get("code")
-    added = error_labels(next(iter(cmd), ""), cmd, None, code if isinstance(code, int) else None)
-    return labels + [label for label in added if label not in labels]

@@ -1,5 +1,6 @@
 """A simulated replica set: members, elections and failover controls (its replSet*
-commands are replset_commands.py's; what its members report, replset_report.py's).
+commands are replset_commands.py's, registered in command_table.py; what its members
+report, replset_report.py's).
 
 Elections are not MongoDB's protocol (no heartbeats, no votes exchanged): the set
 decides centrally. A primary exists while a majority of the voting members is
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional, Union
 
-from mongocore.sim import replset_commands, replset_report
+from mongocore.sim import replset_report
 from mongocore.sim.change_log import attach_change_log
 from mongocore.sim.member import (
     ARBITER,
@@ -497,11 +498,3 @@ class ReplicaSet:
 
     def last_write(self, member: Member) -> Optional[dict[str, Any]]:
         return replset_report.last_write(self, member)
-
-    # -- replSet* commands -------------------------------------------------------------
-
-    def replica_set_command(
-        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
-    ) -> Optional[dict[str, Any]]:
-        """A replSet* command (replset_commands.py); None for any other command."""
-        return replset_commands.run(self, member, name, db, cmd)

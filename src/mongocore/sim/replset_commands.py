@@ -2,45 +2,69 @@
 "replSetStepDown", "replSetFreeze", "replSetGetConfig", "replSetInitiate",
 "replSetGetStatus"): admin-only, refused (NotYetInitialized, 94) before the set is
 initiated, answered from the set's central state (replset.py) as a 7.0 member answers.
-replSetGetStatus is repl_status.py's.
+replSetGetStatus is repl_status.py's. A standalone refuses them (NoReplicationEnabled,
+76: command_pipeline.py); their entries are in command_table.py.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from bson import Int64
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.member_state import PRIMARY
+from mongocore.sim.commands import CommandContext
 from mongocore.sim.repl_status import replica_set_status
 
 if TYPE_CHECKING:
     from mongocore.sim.member import Member
     from mongocore.sim.replset import ReplicaSet
 
-__all__ = ["run"]
+__all__ = [
+    "cmd_freeze",
+    "cmd_get_config",
+    "cmd_get_status",
+    "cmd_initiate",
+    "cmd_step_down",
+    "replica_set_config",
+]
 
 
-def run(
-    replica_set: ReplicaSet, member: Member, name: str, db: str, cmd: Mapping[str, Any]
-) -> Optional[dict[str, Any]]:
-    """Run the replSet* command ``name`` on ``member`` (the lock is held); None if
-    ``name`` is no such command."""
-    handler = _COMMANDS.get(name)
-    if handler is None:
-        return None
-    if db != "admin":
-        raise CommandError(13, f"{name} may only be run against the admin database.")
-    if not replica_set.initiated and name != "replSetInitiate":
+def _replica_set(ctx: CommandContext) -> tuple[ReplicaSet, Member]:
+    """The set and the member running a replSet* command; NotYetInitialized (94) before
+    the set is initiated (but for replSetInitiate)."""
+    member = cast("Member", ctx.process)
+    replica_set = cast("ReplicaSet", member.deployment)
+    if not replica_set.initiated and ctx.name != "replSetInitiate":
         raise CommandError(94, "no replset config has been received")
-    return handler(replica_set, member, cmd)
+    return replica_set, member
+
+
+def cmd_get_status(ctx: CommandContext) -> dict[str, Any]:
+    # The set's answer with the fields a server adds (sim/repl_status.py).
+    return replica_set_status(*_replica_set(ctx), ctx.cmd)
+
+
+def cmd_step_down(ctx: CommandContext) -> dict[str, Any]:
+    return _step_down(*_replica_set(ctx), ctx.cmd)
+
+
+def cmd_freeze(ctx: CommandContext) -> dict[str, Any]:
+    return _freeze(*_replica_set(ctx), ctx.cmd)
+
+
+def cmd_get_config(ctx: CommandContext) -> dict[str, Any]:
+    return replica_set_config(*_replica_set(ctx))
+
+
+def cmd_initiate(ctx: CommandContext) -> dict[str, Any]:
+    return _initiate(*_replica_set(ctx), ctx.cmd)
 
 
 def _step_down(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
-    if member.role != PRIMARY:
+    if not member.is_primary:
         raise CommandError(10107, "not primary so can't step down")
     secs = cmd.get("replSetStepDown", 60)
     if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs <= 0:
@@ -63,7 +87,7 @@ def _freeze(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> 
     secs = cmd.get("replSetFreeze", 0)
     if not isinstance(secs, (int, float)) or isinstance(secs, bool) or secs < 0:
         raise CommandError(2, f"replSetFreeze takes a number of seconds, got {secs!r}")
-    if member.role == PRIMARY:
+    if member.is_primary:
         raise CommandError(
             95, "cannot freeze node when primary or running for election. state: Primary"
         )
@@ -79,7 +103,8 @@ def _freeze(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> 
     return reply
 
 
-def _get_config(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -> dict[str, Any]:
+def replica_set_config(replica_set: ReplicaSet, member: Member) -> dict[str, Any]:
+    """replSetGetConfig's reply (the document of local.system.replset under ``config``)."""
     members = [
         {
             "_id": m.member_id,
@@ -113,13 +138,3 @@ def _initiate(replica_set: ReplicaSet, member: Member, cmd: Mapping[str, Any]) -
         raise CommandError(23, "already initialized")
     replica_set._initiate_locked()
     return {"ok": 1.0}
-
-
-_COMMANDS: dict[str, Callable[[ReplicaSet, Member, Mapping[str, Any]], dict[str, Any]]] = {
-    # The set's answer with the fields a server adds (sim/repl_status.py).
-    "replSetGetStatus": replica_set_status,
-    "replSetStepDown": _step_down,
-    "replSetFreeze": _freeze,
-    "replSetGetConfig": _get_config,
-    "replSetInitiate": _initiate,
-}

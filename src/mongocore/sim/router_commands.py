@@ -1,11 +1,13 @@
 """What a simulated mongos answers itself, and how it reshapes what its shard answered.
 
-A router answers its own diagnostics (serverStatus, getLog, getCmdLineOpts,
+A router answers the commands whose registry entry says ``on_mongos=LOCAL``
+(command_table.py): its own diagnostics (serverStatus, getLog, getCmdLineOpts,
 listCommands, currentOp and killOp of its own operations), the cluster's users
 (createUser and the rest, kept by the routers: a real cluster keeps them on its config
-servers), listShards, balancerStatus and reads of the ``config`` database
-(sharding_catalog.py). Everything else is routed to the shard (sharded.py); a routed
-reply is then given a router's shape where it has one: explain (a ``SINGLE_SHARD``
+servers), listShards, balancerStatus, the sessions' commands; and reads of the
+``config`` database (sharding_catalog.py) and getMore or killCursors of its own
+cursors. Everything else is routed to the shard (sharded.py); a routed reply is then
+given a router's shape where it has one: explain (a ``SINGLE_SHARD``
 plan holding the shard's), ``$collStats`` (each document names its ``shard``),
 dbStats (the shard's reply under ``raw``) and collStats (``sharded: false`` and the
 shard's statistics under ``shards``).
@@ -13,43 +15,26 @@ shard's statistics under ``shards``).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
 
-from mongocore.sim import diagnostic_commands, sharding_catalog, user_commands
+from mongocore.sim import sharding_catalog
 from mongocore.sim.codes import CommandError
-from mongocore.sim.command_table import COMMANDS
-from mongocore.sim.commands import BUILD_VERSION, CommandContext, CommandSpec
+from mongocore.sim.commands import BUILD_VERSION, CommandContext
+from mongocore.sim.registry import DATA, LOCAL, MONGOS, Command
 from mongocore.sim.scratch import first_stage
 
 if TYPE_CHECKING:
     from mongocore.sim.sharded import Mongos
 
-__all__ = ["ROUTER_COMMANDS", "routed_reply", "router_reply"]
+__all__ = ["routed_reply", "router_reply"]
 
 _CONFIG_READS = frozenset(
     {"find", "aggregate", "count", "distinct", "listCollections", "listIndexes"}
 )
 _CLUSTER_FIELDS = ("$clusterTime", "operationTime")
-
-
-def _router_table() -> dict[str, CommandSpec]:
-    table: dict[str, CommandSpec] = {}
-    for name in ("serverStatus", "getLog", "getCmdLineOpts", "currentOp", "killOp"):
-        table[name] = COMMANDS[name]
-    table.update(user_commands.COMMANDS)
-    table.update(sharding_catalog.COMMANDS)
-    return table
-
-
-ROUTER_COMMANDS: dict[str, CommandSpec] = _router_table()
-ROUTER_COMMANDS["listCommands"] = CommandSpec(
-    functools.partial(diagnostic_commands.cmd_list_commands, {**COMMANDS, **ROUTER_COMMANDS}),
-    "any",
-)
 
 
 def _local_cursor(mongos: Mongos, name: str, cmd: Mapping[str, Any]) -> bool:
@@ -65,17 +50,18 @@ def _local_cursor(mongos: Mongos, name: str, cmd: Mapping[str, Any]) -> bool:
 
 
 def router_reply(
-    mongos: Mongos, name: str, db: str, cmd: dict[str, Any]
+    mongos: Mongos, command: Optional[Command], name: str, db: str, cmd: dict[str, Any]
 ) -> Optional[dict[str, Any]]:
-    """The reply of a command the router answers itself; None to route it."""
-    spec = ROUTER_COMMANDS.get(name)
-    if spec is None and (
-        (db == "config" and name in _CONFIG_READS) or _local_cursor(mongos, name, cmd)
-    ):
-        spec = COMMANDS[name]
-    if spec is None:
+    """The reply of a command the router answers itself (a ``LOCAL`` entry, a read of
+    ``config``, a cursor of its own); None to route it."""
+    if command is None or command.stage != DATA or not command.runs_on(MONGOS):
         return None
-    if spec.admin_only and db != "admin":
+    local = command.on_mongos == LOCAL or (
+        (db == "config" and name in _CONFIG_READS) or _local_cursor(mongos, name, cmd)
+    )
+    if not local:
+        return None
+    if command.admin_only and db != "admin":
         raise CommandError(13, f"{name} may only be run against the admin database.")
     shard = mongos.cluster.shard
     with shard.cond:
@@ -88,7 +74,7 @@ def router_reply(
             cursors=mongos.cursors,
             process=mongos,
         )
-        return spec.handler(ctx)
+        return command.handler_on(MONGOS)(ctx)
 
 
 def _without_cluster_fields(reply: Mapping[str, Any]) -> dict[str, Any]:

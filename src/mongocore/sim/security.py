@@ -45,9 +45,7 @@ if TYPE_CHECKING:
     from mongocore.sim.server import Connection
 
 __all__ = [
-    "AUTH_COMMANDS",
     "TLS_MODES",
-    "UNAUTHENTICATED_COMMANDS",
     "Security",
     "User",
     "rfc2253_subject",
@@ -65,27 +63,6 @@ ITERATIONS = {SCRAM_SHA_1: 10_000, SCRAM_SHA_256: 15_000}
 _SALT_BYTES = {SCRAM_SHA_1: 16, SCRAM_SHA_256: 28}
 _HASHES = {SCRAM_SHA_1: hashlib.sha1, SCRAM_SHA_256: hashlib.sha256}
 _HASH_NAMES = {SCRAM_SHA_1: "sha1", SCRAM_SHA_256: "sha256"}
-
-#: The commands of the authentication conversations.
-AUTH_COMMANDS = frozenset({"saslStart", "saslContinue", "authenticate", "logout"})
-#: Commands a connection may run before it authenticates (those the server does not
-#: require authentication for).
-UNAUTHENTICATED_COMMANDS = frozenset(
-    {
-        "hello",
-        "isMaster",
-        "ismaster",
-        "saslStart",
-        "saslContinue",
-        "authenticate",
-        "logout",
-        "ping",
-        "buildInfo",
-        "buildinfo",
-        "getnonce",
-        "connectionStatus",
-    }
-)
 
 _FAILED = "Authentication failed."
 
@@ -354,13 +331,10 @@ class Security:
 
     # --- the command path ----------------------------------------------------------
 
-    def check_authorized(self, conn: Connection, name: str) -> None:
-        """Refuse a command that needs authentication on a connection without it."""
-        if (
-            self.auth_enabled
-            and not conn.authenticated_users
-            and name not in (UNAUTHENTICATED_COMMANDS)
-        ):
+    def check_authorized(self, conn: Connection, name: str, *, requires_auth: bool) -> None:
+        """Refuse a command that needs authentication (its registry entry says so) on a
+        connection without it."""
+        if requires_auth and self.auth_enabled and not conn.authenticated_users:
             raise CommandError(13, f"Command {name} requires authentication")
 
     def run(self, conn: Connection, name: str, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:

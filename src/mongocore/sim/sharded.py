@@ -21,14 +21,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
-from bson import Int64, ObjectId
+from bson import ObjectId
 
 from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import STATE_CHANGE_CODES, CommandError
-from mongocore.sim.command_table import COMMANDS
-from mongocore.sim.commands import aggregate_writes, build_info
+from mongocore.sim.command_table import REGISTRY
+from mongocore.sim.commands import aggregate_writes
 from mongocore.sim.load_balancer import Balancer
-from mongocore.sim.member import HELLO_NAMES, Member, Outcome, Process
+from mongocore.sim.member import Member, Outcome, Process
+from mongocore.sim.registry import DATA, MONGOS
 from mongocore.sim.replset import ReplicaSet, cluster_time_fields
 from mongocore.sim.router_commands import routed_reply, router_reply
 from mongocore.sim.security import Security, User
@@ -40,27 +41,12 @@ from mongocore.sim.transactions import SESSION_END_COMMANDS, is_transaction_comm
 
 __all__ = ["LoadBalanced", "Mongos", "ShardedCluster"]
 
-_LOCAL_COMMANDS = frozenset(
-    {
-        "ping",
-        "buildInfo",
-        "buildinfo",
-        "endSessions",
-        "killAllSessions",
-        "killSessions",
-        "refreshSessions",
-        "whatsmyuri",
-        "connectionStatus",
-        "hostInfo",
-        "getParameter",
-    }
-)
-
 
 class Mongos(Process):
     """One mongos router process."""
 
     kind = "mongos"
+    registry = REGISTRY
 
     def __init__(self, cluster: ShardedCluster, index: int, port: int, load_balanced: bool) -> None:
         super().__init__(cluster, f"mongos-{index}", port)
@@ -77,38 +63,22 @@ class Mongos(Process):
     def _run(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
     ) -> Optional[Outcome]:
-        if name in HELLO_NAMES:
-            with self.cond:
-                return self._hello(conn, cmd, legacy=name != "hello")
-        if name == "configureFailPoint":
-            with self.cond:
-                reply = self._configure_fail_point_command(db, cmd)
-                self.cluster.decorate(reply)
-                return Outcome(reply)
+        """The router's steps (command_pipeline.py lists them): the end of sessions, a
+        transaction's commands, the commands it answers itself, then its shard."""
+        command = self.registry.get(name)
         if name in SESSION_END_COMMANDS:
             self._end_sessions(name, cmd)
-        if name in _LOCAL_COMMANDS:
-            reply = build_info() if name.lower() == "buildinfo" else {"ok": 1.0}
-            self.cluster.decorate(reply)
-            return Outcome(reply)
-        if name == "checkMetadataConsistency":
-            # A router's command (7.0): the simulator keeps no sharding metadata, so
-            # there is never an inconsistency to report: an empty, exhausted cursor.
-            cursor = {"id": Int64(0), "ns": f"{db}.$cmd.{name}", "firstBatch": []}
-            reply = {"cursor": cursor, "ok": 1.0}
-            self.cluster.decorate(reply)
-            return Outcome(reply)
         if is_transaction_command(name, cmd):
             return Outcome(self._run_transaction(conn, name, db, cmd))
         check_snapshot_read(name, cmd, supported=True)
-        local = router_reply(self, name, db, cmd)
+        local = router_reply(self, command, name, db, cmd)
         if local is not None:
             self.cluster.decorate(local)
             return Outcome(local)
-        spec = COMMANDS.get(name)
-        if spec is None:
+        if command is None or not command.runs_on(MONGOS) or command.stage not in (DATA,):
             raise CommandError(59, f"no such cmd: {name}")
-        reply = routed_reply(self, name, cmd, self._route(conn, name, db, cmd, spec.kind_of(cmd)))
+        kind = command.kind_of(cmd)
+        reply = routed_reply(self, name, cmd, self._route(conn, name, db, cmd, kind))
         stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
         return Outcome(reply, stream=stream, next_cmd=dict(cmd) if stream else None)
 

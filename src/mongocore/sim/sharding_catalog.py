@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import BUILD_VERSION, CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import BUILD_VERSION, CommandContext, Reply
 from mongocore.sim.scratch import SystemCollection
 
 if TYPE_CHECKING:
@@ -33,8 +33,10 @@ if TYPE_CHECKING:
     from mongocore.sim.sharded import ShardedCluster
 
 __all__ = [
-    "COMMANDS",
     "CONFIG_COLLECTIONS",
+    "cmd_balancer_status",
+    "cmd_check_metadata_consistency",
+    "cmd_list_shards",
     "config_collection",
     "shard_documents",
 ]
@@ -206,8 +208,9 @@ def cmd_balancer_status(ctx: CommandContext) -> Reply:
     }
 
 
-COMMANDS: dict[str, CommandSpec] = {
-    "listShards": CommandSpec(cmd_list_shards, "any", admin_only=True),
-    "balancerStatus": CommandSpec(cmd_balancer_status, "any", admin_only=True),
-}
-"""Commands a mongos answers itself (router.py); a mongod does not know them."""
+def cmd_check_metadata_consistency(ctx: CommandContext) -> Reply:
+    """checkMetadataConsistency (a router's command, 7.0): the simulator keeps no
+    sharding metadata that could disagree, so there is never an inconsistency to report:
+    an empty, exhausted cursor."""
+    cursor = {"id": Int64(0), "ns": f"{ctx.db}.$cmd.{ctx.name}", "firstBatch": []}
+    return {"cursor": cursor, "ok": 1.0}

@@ -5,10 +5,9 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
-from mongocore.sim.codes import CommandError
 from mongocore.sim.member import PRIMARY, Member, MemberConfig
 from mongocore.sim.security import Security, User
 from mongocore.sim.store import DataStore, OpTime
@@ -59,13 +58,6 @@ class Standalone:
         return {}
 
     def last_write(self, member: Member) -> Optional[dict[str, Any]]:
-        return None
-
-    def replica_set_command(
-        self, member: Member, name: str, db: str, cmd: Mapping[str, Any]
-    ) -> Optional[dict[str, Any]]:
-        if name.startswith("replSet"):
-            raise CommandError(76, "not running with --replSet")
         return None
 
     @property

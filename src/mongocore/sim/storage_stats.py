@@ -18,16 +18,15 @@ from typing import Any, Optional
 import bson
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import CommandContext, Reply
 from mongocore.sim.scratch import open_cursor, run_pipeline
 from mongocore.sim.store import translate_store_errors
 from mongocore.sim.system_collections import (
-    local_read_kind,
     system_collection,
     system_collection_names,
 )
 
-__all__ = ["COMMANDS", "cmd_coll_stats", "cmd_db_stats", "coll_stats_stage", "collection_stats"]
+__all__ = ["cmd_coll_stats", "cmd_db_stats", "coll_stats_stage", "collection_stats"]
 
 _RECORD_ID_BYTES = 8
 _COLL_STATS_OPTIONS = ("latencyStats", "storageStats", "count", "queryExecStats")
@@ -217,10 +216,3 @@ def coll_stats_stage(ctx: CommandContext) -> Reply:
             doc["count"] = stats["count"]
     docs = run_pipeline([doc], pipeline[1:], namespace)
     return open_cursor(ctx, namespace, docs)
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "dbStats": CommandSpec(cmd_db_stats, "read", kind_for=local_read_kind("read")),
-    "dbstats": CommandSpec(cmd_db_stats, "read", kind_for=local_read_kind("read")),
-    "collStats": CommandSpec(cmd_coll_stats, "read", kind_for=local_read_kind("read")),
-}

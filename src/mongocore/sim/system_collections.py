@@ -25,8 +25,8 @@ from bson import Binary, Int64
 from mongomock import filtering
 
 from mongocore.sim.change_log import collection_uuid
-from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Handler, Reply
+from mongocore.sim.replset_commands import replica_set_config
 from mongocore.sim.scratch import SystemCollection, batch_size, scratch_client
 from mongocore.sim.sharding_catalog import CONFIG_COLLECTIONS, config_collection
 from mongocore.sim.store import OPLOG_HISTORY, OplogEntry
@@ -134,11 +134,9 @@ def oplog_documents(member: Member, replica_set: ReplicaSet) -> list[dict[str, A
 
 
 def _replica_set_config(replica_set: ReplicaSet, member: Member) -> list[dict[str, Any]]:
-    try:
-        reply = replica_set.replica_set_command(member, "replSetGetConfig", "admin", {})
-    except CommandError:
-        return []  # not initiated: no config document yet
-    return [dict(reply["config"])] if reply else []
+    if not replica_set.initiated:
+        return []  # no config document yet
+    return [dict(replica_set_config(replica_set, member)["config"])]
 
 
 def system_collection(ctx: CommandContext, db: str, coll: str) -> Optional[SystemCollection]:

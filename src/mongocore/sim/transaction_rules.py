@@ -5,9 +5,10 @@ and Operations", "Production Considerations"; the server's session options parsi
 - session options: ``autocommit`` needs a ``txnNumber`` and must be false,
   ``startTransaction`` needs ``autocommit`` and must be true, a ``txnNumber`` needs an
   ``lsid`` (InvalidOptions, 72);
-- the commands a transaction may run: find, aggregate, distinct, insert, update,
-  delete, findAndModify, create, createIndexes, getMore and killCursors, besides
-  those that end it, which run on the admin database and never start one
+- the commands a transaction may run, those whose registry entry (command_table.py)
+  says ``transaction=STATEMENT`` (find, aggregate, distinct, insert, update, delete,
+  findAndModify, create, createIndexes, getMore and killCursors), besides those that
+  end it (``END``), which run on the admin database and never start one
   (OperationNotSupportedInTransaction, 263);
 - no admin, config or local database, no write to a ``system.`` collection, no
   ``system.profile``, no aggregation stage that cannot run in a transaction (263);
@@ -40,23 +41,6 @@ TRANSACTION_COMMANDS = frozenset(
     {"commitTransaction", "abortTransaction", "coordinateCommitTransaction"}
 )
 
-# The server's list of the commands a transaction may run (besides ending itself).
-_ALLOWED = frozenset(
-    {
-        "aggregate",
-        "create",
-        "createIndexes",
-        "delete",
-        "distinct",
-        "find",
-        "findAndModify",
-        "getMore",
-        "insert",
-        "killCursors",
-        "update",
-    }
-)
-_WRITES = frozenset({"insert", "update", "delete", "findAndModify", "create", "createIndexes"})
 _WRITES = frozenset({"insert", "update", "delete", "findAndModify", "create", "createIndexes"})
 _NO_TRANSACTION_DATABASES = frozenset({"admin", "config", "local"})
 _NO_TRANSACTION_STAGES = frozenset(
@@ -109,19 +93,20 @@ def session_options(name: str, cmd: Mapping[str, Any]) -> tuple[dict[str, Any], 
     return dict(lsid), int(txn_number), start is True
 
 
-def check_command(name: str, db: str, cmd: Mapping[str, Any], start: bool) -> None:
-    """What a transaction may not run, whatever its state."""
-    if name in TRANSACTION_COMMANDS:
+def check_command(name: str, db: str, cmd: Mapping[str, Any], start: bool, rule: str) -> None:
+    """What a transaction may not run, whatever its state; ``rule`` is the command's
+    transaction rule (its registry entry's: "statement", "end" or "no")."""
+    if rule == "end":
         if db != "admin":
             raise CommandError(13, f"{name} may only be run against the admin database.")
         if start:
             raise CommandError(263, f"Cannot run '{name}' as the first command of a transaction.")
-    elif name not in _ALLOWED:
+    elif rule != "statement":
         raise CommandError(263, f"Cannot run '{name}' in a multi-document transaction.")
     read_preference = cmd.get("$readPreference")
     if isinstance(read_preference, Mapping) and read_preference.get("mode", "primary") != "primary":
         raise CommandError(72, "read preference in a transaction must be primary")
-    if name in TRANSACTION_COMMANDS:
+    if rule == "end":
         return
     if "writeConcern" in cmd:
         raise CommandError(72, "writeConcern is not allowed within a multi-statement transaction")

@@ -48,8 +48,7 @@ import bson
 
 from mongocore.sim.apply_ops import apply_ops_command, operation
 from mongocore.sim.codes import CommandError
-from mongocore.sim.command_table import COMMANDS
-from mongocore.sim.commands import CommandContext, CursorTable
+from mongocore.sim.commands import CommandContext, CursorTable, Handler
 from mongocore.sim.replication import apply_entry
 from mongocore.sim.snapshot import Workspace, document_key, statement_namespaces, written_namespaces
 from mongocore.sim.store import DataStore, OplogEntry
@@ -69,6 +68,7 @@ __all__ = [
     "TRANSACTION_COMMANDS",
     "Transaction",
     "TransactionTable",
+    "cmd_set_parameter",
     "is_transaction_command",
 ]
 
@@ -155,10 +155,14 @@ class TransactionTable:
         cursors: CursorTable,
         data_members: int = 1,
         process: Any = None,
+        rule: str = "no",
+        handler: Optional[Handler] = None,
     ) -> Reply:
-        """Run a command of a transaction on the primary ``host``; raises CommandError."""
+        """Run a command of a transaction on the primary ``host``; raises CommandError.
+        ``rule`` is the command's transaction rule (its registry entry's), ``handler``
+        what runs a statement."""
         lsid, txn_number, start = session_options(name, cmd)
-        check_command(name, db, cmd, start)
+        check_command(name, db, cmd, start, rule)
         self._reap()
         if name == "coordinateCommitTransaction":
             return self._recover(lsid, txn_number)
@@ -172,8 +176,16 @@ class TransactionTable:
             if txn.state == IN_PROGRESS:
                 self._end(txn, ABORTED)
             return with_write_concern({"ok": 1.0}, cmd, data_members)
+        assert handler is not None  # a statement's rule is STATEMENT: it has one
         return self._statement(
-            txn, name, db, cmd, cursors=cursors, data_members=data_members, process=process
+            txn,
+            name,
+            db,
+            cmd,
+            cursors=cursors,
+            data_members=data_members,
+            process=process,
+            handler=handler,
         )
 
     def end_sessions(self, name: str, cmd: Mapping[str, Any]) -> None:
@@ -302,6 +314,7 @@ class TransactionTable:
         cursors: CursorTable,
         data_members: int,
         process: Any,
+        handler: Handler,
     ) -> Reply:
         ws = txn.workspace
         assert ws is not None
@@ -325,7 +338,7 @@ class TransactionTable:
                 data_members=data_members,
                 process=process,
             )
-            reply = COMMANDS[name].handler(ctx)
+            reply = handler(ctx)
             if self._conflicts(txn, ws.new_entries()):
                 raise CommandError(112, _WRITE_CONFLICT)
         except BaseException:
@@ -458,3 +471,19 @@ class _Around:
                     txn.workspace.observe(entries)
         if self._name in SESSION_END_COMMANDS:
             self._table.end_sessions(self._name, self._cmd)
+
+
+def cmd_set_parameter(ctx: CommandContext) -> Reply:
+    """setParameter: transactionLifetimeLimitSeconds, which the replica set's transaction
+    table keeps (the only parameter the simulator can set)."""
+    if LIFETIME_PARAMETER not in ctx.cmd:
+        names = [name for name in ctx.cmd if name != "setParameter" and not name.startswith("$")]
+        raise CommandError(
+            238, f"setParameter {', '.join(names) or '(none)'} is not supported by the simulator"
+        )
+    table = getattr(getattr(ctx.process, "deployment", None), "transactions", None)
+    if not isinstance(table, TransactionTable):
+        raise CommandError(
+            20, "Transaction numbers are only allowed on a replica set member or mongos"
+        )
+    return table.set_parameter(ctx.cmd)

@@ -23,11 +23,20 @@ from typing import Any, Optional
 from bson import Binary
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import CommandContext, Reply
 from mongocore.sim.diagnostic_commands import process_of
 from mongocore.sim.security import EXTERNAL, SCRAM_MECHANISMS, Security, User
 
-__all__ = ["BUILTIN_ROLES", "COMMANDS"]
+__all__ = [
+    "BUILTIN_ROLES",
+    "cmd_create_user",
+    "cmd_drop_all_users",
+    "cmd_drop_user",
+    "cmd_grant_roles",
+    "cmd_revoke_roles",
+    "cmd_update_user",
+    "cmd_users_info",
+]
 
 #: Built-in roles of any database, and those that exist only in admin.
 BUILTIN_ROLES = frozenset({"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin"})
@@ -308,14 +317,3 @@ def cmd_users_info(ctx: CommandContext) -> Reply:
         ]
         docs.append(doc)
     return {"users": docs, "ok": 1.0}
-
-
-COMMANDS: dict[str, CommandSpec] = {
-    "createUser": CommandSpec(cmd_create_user, "write"),
-    "updateUser": CommandSpec(cmd_update_user, "write"),
-    "dropUser": CommandSpec(cmd_drop_user, "write"),
-    "dropAllUsersFromDatabase": CommandSpec(cmd_drop_all_users, "write"),
-    "grantRolesToUser": CommandSpec(cmd_grant_roles, "write"),
-    "revokeRolesFromUser": CommandSpec(cmd_revoke_roles, "write"),
-    "usersInfo": CommandSpec(cmd_users_info, "read"),
-}

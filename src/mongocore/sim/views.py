@@ -27,12 +27,12 @@ from mongomock import filtering
 
 from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
-from mongocore.sim.commands import CommandContext, CommandSpec, Reply
+from mongocore.sim.commands import CommandContext, Reply
 from mongocore.sim.query import aggregate, batch_size, distinct
 from mongocore.sim.scratch import scratch_client
 from mongocore.sim.store import DataStore, translate_store_errors
 
-__all__ = ["install", "resolve"]
+__all__ = ["on_view", "resolve"]
 
 Handler = Callable[[CommandContext], Reply]
 
@@ -284,8 +284,9 @@ def _rename(inner: Handler) -> Handler:
     return handler
 
 
-def install(table: dict[str, CommandSpec]) -> None:
-    """Wrap the command table's handlers with what views change."""
+def on_view(name: str, inner: Handler) -> Handler:
+    """``inner``, the handler of command ``name``, with what views change for it (the
+    command itself where views change nothing)."""
     wrappers: dict[str, Callable[[Handler], Handler]] = {
         "create": _create,
         "drop": _drop,
@@ -298,8 +299,7 @@ def install(table: dict[str, CommandSpec]) -> None:
         "collMod": lambda inner: _refused(inner, 238),
         "renameCollection": _rename,
     }
-    for name in _WRITES:
-        wrappers[name] = lambda inner: _refused(inner, 166)
-    for name, wrap in wrappers.items():
-        if name in table:
-            table[name] = dataclasses.replace(table[name], handler=wrap(table[name].handler))
+    for write in _WRITES:
+        wrappers[write] = lambda inner: _refused(inner, 166)
+    wrap = wrappers.get(name)
+    return inner if wrap is None else wrap(inner)
