@@ -1,0 +1,248 @@
+"""Reads and writes over a versioned collection, as a mongod's query and write layer
+performs them for find, count, insert, update, delete and findAndModify (independent
+of how a command is parsed: the command layer hands in the parsed fields).
+
+Every write takes its stamps from ``stamps`` (a function giving the next optime), one
+per document written, so each document's version is stamped with the oplog entry that
+wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from bson import ObjectId
+
+from mongocore.sim.codes import CommandError
+from mongocore.sim.engine.context import MatchContext
+from mongocore.sim.engine.matcher import DEFAULT_CONTEXT, compile_filter
+from mongocore.sim.engine.paths import Document
+from mongocore.sim.engine.projection import compile_projection
+from mongocore.sim.engine.query_operators import is_operator_document
+from mongocore.sim.engine.sort import compile_sort
+from mongocore.sim.engine.store import Collection, Stamp
+from mongocore.sim.engine.update import (
+    compile_replacement,
+    compile_update,
+    replace,
+    upsert_seed,
+)
+from mongocore.sim.engine.values import identical
+
+__all__ = ["UpdateResult", "count", "delete", "find", "find_and_modify", "insert", "update"]
+
+Stamps = Callable[[], Stamp]
+
+
+def find(
+    collection: Collection,
+    flt: Any,
+    *,
+    sort: Any = None,
+    projection: Any = None,
+    skip: int = 0,
+    limit: int = 0,
+    context: MatchContext = DEFAULT_CONTEXT,
+    as_of: Stamp = None,
+) -> list[Document]:
+    """The documents a find returns, in its order (``limit`` 0: no limit; a negative
+    limit is its absolute value, as a single batch)."""
+    matcher = compile_filter(flt, context)
+    compiled_projection = compile_projection(projection, context)
+    wants_position = compiled_projection is not None and compiled_projection.needs_position
+    hits = collection.find(matcher, as_of, context.collation)
+    limit = abs(limit)
+    if sort:
+        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
+        selected = ordered[skip : skip + limit if limit else None]
+    else:
+        selected = []
+        for index, (_, doc) in enumerate(hits):
+            if index < skip:
+                continue
+            selected.append(doc)
+            if limit and len(selected) == limit:
+                break
+    if compiled_projection is None:
+        return selected
+    results = []
+    for doc in selected:
+        position = matcher.match_position(doc)[1] if wants_position else None
+        results.append(compiled_projection.apply(doc, position))
+    return results
+
+
+def count(
+    collection: Collection,
+    flt: Any,
+    *,
+    skip: int = 0,
+    limit: int = 0,
+    context: MatchContext = DEFAULT_CONTEXT,
+    as_of: Stamp = None,
+) -> int:
+    """The number of documents a count (or countDocuments) reports."""
+    matcher = compile_filter(flt, context)
+    total = sum(1 for _ in collection.find(matcher, as_of, context.collation))
+    total = max(total - skip, 0)
+    return min(total, abs(limit)) if limit else total
+
+
+def insert(collection: Collection, doc: Mapping[str, Any], stamp: Stamp) -> Document:
+    """Insert a document (an ``_id`` ObjectId added first if it has none); the document stored."""
+    stored = dict(doc) if "_id" in doc else {"_id": ObjectId(), **doc}
+    collection.insert(stored, stamp)
+    return stored
+
+
+@dataclass
+class UpdateResult:
+    matched: int = 0
+    modified: int = 0
+    upserted_id: Any = None
+    upserted: bool = False
+
+
+def _compile(u: Any, array_filters: Any, context: MatchContext) -> Any:
+    if isinstance(u, Mapping) and u and not is_operator_document(u):
+        if array_filters is not None:
+            raise CommandError(2, "Cannot use array filters with a replacement-style update")
+        return compile_replacement(u)
+    if isinstance(u, Mapping) and any(not str(k).startswith("$") for k in u):
+        first = next(k for k in u if not str(k).startswith("$"))
+        raise CommandError(
+            9,
+            f"Unknown modifier: {first}. Expected a valid update modifier or pipeline-style"
+            " update specified as an array",
+        )
+    if isinstance(u, list):
+        raise CommandError(238, "pipeline updates are not implemented by the engine yet")
+    return compile_update(u, array_filters, context)
+
+
+def _apply(compiled: Any, doc: Document, position: Optional[int], inserting: bool) -> Document:
+    if isinstance(compiled, dict):
+        return replace(doc, compiled) if not inserting else _upserted_replacement(doc, compiled)
+    result: Document = compiled.apply(doc, position=position, inserting=inserting)
+    return result
+
+
+def _upserted_replacement(seed: Document, replacement: Document) -> Document:
+    doc = dict(replacement)
+    if "_id" not in doc and "_id" in seed:
+        doc = {"_id": seed["_id"], **doc}
+    return doc
+
+
+def update(
+    collection: Collection,
+    q: Any,
+    u: Any,
+    stamps: Stamps,
+    *,
+    multi: bool = False,
+    upsert: bool = False,
+    array_filters: Any = None,
+    sort: Any = None,
+    context: MatchContext = DEFAULT_CONTEXT,
+) -> UpdateResult:
+    """One update statement: matched and modified counts, and an upserted ``_id``."""
+    matcher = compile_filter(q, context)
+    compiled = _compile(u, array_filters, context)
+    if multi and isinstance(compiled, dict):
+        raise CommandError(9, "multi update is not supported for replacement-style update")
+    result = UpdateResult()
+    hits = list(collection.find(matcher, None, context.collation))
+    if sort:
+        by_identity = {id(doc): rid for rid, doc in hits}
+        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
+        hits = [(by_identity[id(doc)], doc) for doc in ordered]
+    if not multi:
+        hits = hits[:1]
+    for rid, doc in hits:
+        position = matcher.match_position(doc)[1]
+        new = _apply(compiled, doc, position, inserting=False)
+        result.matched += 1
+        if not identical(new, doc):
+            collection.replace(rid, new, stamps())
+            result.modified += 1
+    if not hits and upsert:
+        seed = upsert_seed(q)
+        new = _apply(compiled, seed, None, inserting=True)
+        stored = insert(collection, new, stamps())
+        result.upserted_id = stored["_id"]
+        result.upserted = True
+    return result
+
+
+def delete(
+    collection: Collection,
+    q: Any,
+    stamps: Stamps,
+    *,
+    limit: int = 0,
+    context: MatchContext = DEFAULT_CONTEXT,
+) -> int:
+    """One delete statement (``limit`` 1: the first match only); the number deleted."""
+    matcher = compile_filter(q, context)
+    hits = list(collection.find(matcher, None, context.collation))
+    if limit:
+        hits = hits[:1]
+    for rid, _ in hits:
+        collection.delete(rid, stamps())
+    return len(hits)
+
+
+def find_and_modify(
+    collection: Collection,
+    q: Any,
+    stamps: Stamps,
+    *,
+    update: Any = None,
+    remove: bool = False,
+    new: bool = False,
+    upsert: bool = False,
+    sort: Any = None,
+    fields: Any = None,
+    array_filters: Any = None,
+    context: MatchContext = DEFAULT_CONTEXT,
+) -> tuple[Optional[Document], dict[str, Any]]:
+    """findAndModify: the document (before or after) and the ``lastErrorObject``."""
+    matcher = compile_filter(q, context)
+    projection = compile_projection(fields, context)
+    hits = list(collection.find(matcher, None, context.collation))
+    if sort:
+        by_identity = {id(doc): rid for rid, doc in hits}
+        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
+        hits = [(by_identity[id(doc)], doc) for doc in ordered]
+    value: Optional[Document] = None
+    last_error: dict[str, Any] = {"n": 0}
+    if remove:
+        if hits:
+            rid, doc = hits[0]
+            collection.delete(rid, stamps())
+            value, last_error = doc, {"n": 1}
+    else:
+        compiled = _compile(update, array_filters, context)
+        if hits:
+            rid, doc = hits[0]
+            position = matcher.match_position(doc)[1]
+            after = _apply(compiled, doc, position, inserting=False)
+            if not identical(after, doc):
+                collection.replace(rid, after, stamps())
+            value = after if new else doc
+            last_error = {"n": 1, "updatedExisting": True}
+        elif upsert:
+            seed = upsert_seed(q)
+            after = insert(collection, _apply(compiled, seed, None, inserting=True), stamps())
+            value = after if new else None
+            last_error = {"n": 1, "updatedExisting": False, "upserted": after["_id"]}
+        else:
+            last_error = {"n": 0, "updatedExisting": False}
+    if value is not None and projection is not None:
+        value = projection.apply(
+            value, matcher.match_position(value)[1] if projection.needs_position else None
+        )
+    return value, last_error
