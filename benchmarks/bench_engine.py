@@ -1,0 +1,105 @@
+"""The simulator's engine (``mongocore.sim.engine``) against mongomock, for the same
+work, in one process: CPU time per operation on a collection of ``--docs`` documents
+(``time.process_time``, the best of ``--rounds`` rounds), and the ratio engine/mongomock
+(below 1: the engine is cheaper).
+
+Operations: ``find_one`` by ``_id``, ``insert_one``, a ``find`` of 100 documents
+(``limit 100``, the documents materialized), an ``update_one`` by ``_id`` with ``$inc``,
+a ``find`` with a range filter over the whole collection, and a sorted ``find``.
+mongomock is used as it is (its public API, no patches): what the simulator pays
+today, less the simulator's own layers.
+
+Run: python benchmarks/bench_engine.py [--docs 1000] [--count 2000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from typing import Any, Callable
+
+import mongomock
+
+from mongocore.sim.engine import crud
+from mongocore.sim.engine.store import Collection
+
+
+def best(operation: Callable[[int], object], count: int, rounds: int) -> float:
+    """Microseconds of CPU per call, the best round."""
+    times = []
+    for round_number in range(rounds):
+        started = time.process_time()
+        for n in range(count):
+            operation(n + round_number * count)
+        times.append((time.process_time() - started) / count * 1e6)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1000)
+    parser.add_argument("--count", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    docs = args.docs
+
+    mock: Any = mongomock.MongoClient().bench.docs
+    mock.insert_many([{"_id": n, "count": 0, "name": f"n{n}"} for n in range(docs)])
+    mock_inserts: Any = mongomock.MongoClient().bench.inserts
+
+    engine = Collection("bench.docs")
+    stamps = itertools.count(1).__next__
+    for n in range(docs):
+        engine.insert({"_id": n, "count": 0, "name": f"n{n}"}, stamps())
+    engine_inserts = Collection("bench.inserts")
+
+    heavy = max(args.count // 20, 5)
+    work: list[tuple[str, int, Callable[[int], Any], Callable[[int], Any]]] = [
+        (
+            "find_one by _id",
+            args.count,
+            lambda n: mock.find_one({"_id": n % docs}),
+            lambda n: crud.find(engine, {"_id": n % docs}, limit=1),
+        ),
+        (
+            "insert_one",
+            args.count,
+            lambda n: mock_inserts.insert_one({"_id": n, "count": 0}),
+            lambda n: crud.insert(engine_inserts, {"_id": n, "count": 0}, stamps()),
+        ),
+        (
+            "find 100",
+            heavy,
+            lambda n: list(mock.find({}, limit=100)),
+            lambda n: crud.find(engine, {}, limit=100),
+        ),
+        (
+            "update_one by _id",
+            args.count,
+            lambda n: mock.update_one({"_id": n % docs}, {"$inc": {"count": 1}}),
+            lambda n: crud.update(engine, {"_id": n % docs}, {"$inc": {"count": 1}}, stamps),
+        ),
+        (
+            "find range (scan)",
+            heavy,
+            lambda n: list(mock.find({"count": {"$gte": 0}, "name": {"$ne": "x"}})),
+            lambda n: crud.find(engine, {"count": {"$gte": 0}, "name": {"$ne": "x"}}),
+        ),
+        (
+            "find sorted",
+            heavy,
+            lambda n: list(mock.find({}).sort("name", -1).limit(10)),
+            lambda n: crud.find(engine, {}, sort={"name": -1}, limit=10),
+        ),
+    ]
+    print(f"{docs} documents; CPU microseconds per operation, best of {args.rounds} rounds")
+    print(f"{'operation':20} {'mongomock':>10} {'engine':>10} {'ratio':>7}")
+    for name, count, with_mock, with_engine in work:
+        mock_us = best(with_mock, count, args.rounds)
+        engine_us = best(with_engine, count, args.rounds)
+        print(f"{name:20} {mock_us:10.1f} {engine_us:10.1f} {engine_us / mock_us:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
