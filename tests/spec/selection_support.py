@@ -20,10 +20,38 @@ from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.core.selection.selectors import in_latency_window, select_server, select_servers
 from mongocore.errors import InvalidReadPreference
+from tests.spec.format_keys import UncheckedKey, check_keys
 
 # A server whose entry names no maxWireVersion is one the client can speak to: the
 # oldest wire version mongocore supports (>= 5, so maxStalenessSeconds is allowed).
 DEFAULT_MAX_WIRE_VERSION = CLIENT_MIN_WIRE_VERSION
+
+# The keys of the format (the server-selection suite's README, "Server Selection Logic
+# Tests"; max-staleness adds heartbeatFrequencyMS and lastWrite, the newer suites
+# deprioritized_servers), each checked where it appears.
+FILE_KEYS = (
+    "topology_description",
+    "operation",
+    "read_preference",
+    "suitable_servers",
+    "in_latency_window",
+    "error",
+    "heartbeatFrequencyMS",
+    "deprioritized_servers",
+)
+TOPOLOGY_KEYS = ("type", "servers")
+#: A server of the mocked cluster: the ServerDescription fields selection reads.
+SERVER_KEYS = (
+    "address",
+    "type",
+    "avg_rtt_ms",
+    "tags",
+    "lastUpdateTime",
+    "lastWrite",
+    "maxWireVersion",
+    "minWireVersion",
+)
+READ_PREFERENCE_KEYS = ("mode", "tag_sets", "maxStalenessSeconds")
 
 
 def _millis(value: Any) -> float:
@@ -33,9 +61,11 @@ def _millis(value: Any) -> float:
 
 def server_description(server: Mapping[str, Any]) -> ServerDescription:
     """One entry of ``topology_description.servers``."""
+    check_keys(f"server {server.get('address')}", server, SERVER_KEYS)
     address = parse_address(server["address"])
     rtt = server.get("avg_rtt_ms")
     last_write = server.get("lastWrite") or {}
+    check_keys(f"server {address}: lastWrite", last_write, ("lastWriteDate",))
     last_write_date = last_write.get("lastWriteDate")
     return ServerDescription(
         address,
@@ -44,6 +74,7 @@ def server_description(server: Mapping[str, Any]) -> ServerDescription:
         last_update_time=_millis(server.get("lastUpdateTime", 0)),
         last_write_date=None if last_write_date is None else _millis(last_write_date),
         max_wire_version=int(server.get("maxWireVersion", DEFAULT_MAX_WIRE_VERSION)),
+        min_wire_version=int(server.get("minWireVersion", 0)),
         tags=dict(server["tags"]) if server.get("tags") else None,
     )
 
@@ -51,6 +82,7 @@ def server_description(server: Mapping[str, Any]) -> ServerDescription:
 def topology_description(test: Mapping[str, Any]) -> TopologyDescription:
     """The TopologyDescription a test describes, with its heartbeatFrequencyMS."""
     spec = test["topology_description"]
+    check_keys("topology_description", spec, TOPOLOGY_KEYS)
     servers: dict[Address, ServerDescription] = {}
     for entry in spec["servers"]:
         sd = server_description(entry)
@@ -67,6 +99,7 @@ def topology_description(test: Mapping[str, Any]) -> TopologyDescription:
 def read_preference(test: Mapping[str, Any]) -> ReadPreference:
     """The test's ``read_preference`` (mode names are capitalized in the files)."""
     spec = test.get("read_preference") or {}
+    check_keys("read_preference", spec, READ_PREFERENCE_KEYS)
     return ReadPreference.from_options(
         spec.get("mode"), spec.get("tag_sets"), spec.get("maxStalenessSeconds")
     )
@@ -85,6 +118,16 @@ def is_write(test: Mapping[str, Any]) -> bool:
     return operation == "write"
 
 
+def _check_listed_servers(test: Mapping[str, Any], key: str) -> None:
+    """A list names servers of the mocked cluster by address ("the set of servers in
+    topology_description that are ..."), each written as a server entry."""
+    cluster = {s["address"] for s in test["topology_description"]["servers"]}
+    for server in test.get(key) or []:
+        check_keys(key, server, SERVER_KEYS)
+        if server.get("address") not in cluster:
+            raise UncheckedKey(f"{key}: {server!r} is no server of topology_description")
+
+
 def check_selection(test: Mapping[str, Any]) -> None:
     """Run one server_selection / max-staleness file against the selectors.
 
@@ -92,7 +135,10 @@ def check_selection(test: Mapping[str, Any]) -> None:
     ``in_latency_window`` as sets of addresses, and that select_server picks from
     the window (None when it is empty).
     """
+    check_keys("the file", test, FILE_KEYS)
     description = topology_description(test)
+    for key in ("suitable_servers", "in_latency_window", "deprioritized_servers"):
+        _check_listed_servers(test, key)
     deprioritized = [parse_address(s["address"]) for s in test.get("deprioritized_servers", [])]
 
     if test.get("error"):

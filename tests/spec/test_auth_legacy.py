@@ -24,8 +24,12 @@ from mongocore.core.options import ClientOptions
 from mongocore.errors import ConfigurationError
 from mongocore.io.auth import SUPPORTED_MECHANISMS, Authenticator, authenticator_for
 from tests.spec import deviations, specdata
+from tests.spec.format_keys import check_keys
 
 SUITE = "auth/tests/legacy"
+# The format's keys (the auth suite's README, "Format").
+CASE_KEYS = ("description", "uri", "valid", "credential")
+CREDENTIAL_KEYS = ("username", "password", "source", "mechanism", "mechanism_properties")
 
 
 def _cases() -> list[Any]:
@@ -43,6 +47,7 @@ def _cases() -> list[Any]:
 
 @pytest.mark.parametrize(("document", "case"), _cases())
 def test_auth_legacy(document: dict[str, Any], case: dict[str, Any]) -> None:
+    check_keys(str(case.get("description")), case, CASE_KEYS)
     uri = case["uri"]
     if deviations.deviation(SUITE, document, case, case["description"]) is not None:
         with pytest.raises(ConfigurationError):
@@ -62,11 +67,20 @@ def test_auth_legacy(document: dict[str, Any], case: dict[str, Any]) -> None:
         assert authenticator_for(options) is None
         return
     assert credentials is not None
-    assert credentials.username == expected["username"]
-    assert credentials.password == expected["password"]
-    assert credentials.source == expected["source"]
-    assert credentials.mechanism == expected["mechanism"]
-    assert dict(credentials.mechanism_properties) == (expected["mechanism_properties"] or {})
+    check_keys("credential", expected, CREDENTIAL_KEYS)
+    # "If any key is missing, no assertion about that key is necessary"; a null value
+    # means the property is not set (for mechanism: negotiated).
+    for key in ("username", "password", "source", "mechanism"):
+        if key in expected:
+            assert getattr(credentials, key) == expected[key], key
+    if expected.get("mechanism_properties") is not None:
+        # "a subset of properties that must match": others may exist.
+        properties = dict(credentials.mechanism_properties)
+        for key, value in expected["mechanism_properties"].items():
+            assert key in properties, f"mechanism_properties lacks {key!r}: {properties}"
+            assert properties[key] == value, key
+    elif "mechanism_properties" in expected:
+        assert not credentials.mechanism_properties
     _assert_client_use(options, credentials)
 
 

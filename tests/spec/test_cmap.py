@@ -52,6 +52,9 @@ from mongocore.io.pool_options import pool_options_from_mapping
 from mongocore.sim import Standalone
 from tests.fake_connection import FakeConnection
 from tests.spec import deviations, specdata
+from tests.spec.format_keys import UncheckedKey, check_keys
+from tests.spec.unified.cases import parse_version
+from tests.spec.unified.deployments import SERVER_VERSION
 
 SUITE = "connection-monitoring-and-pooling/tests/cmap-format"
 
@@ -77,6 +80,35 @@ ERROR_TYPES: dict[str, type[BaseException]] = {
     "WaitQueueTimeoutError": WaitQueueTimeoutError,
     "PoolClosedError": PoolClosedError,
     "PoolClearedError": PoolClearedError,
+}
+
+# The format's keys (the cmap-format README: "Common Test Format", "Unit Test Format",
+# "Integration Test Format").
+FILE_KEYS = (
+    "version",
+    "style",
+    "description",
+    "poolOptions",
+    "operations",
+    "error",
+    "events",
+    "ignore",
+    "runOn",
+    "failPoint",
+)
+ERROR_KEYS = ("type", "message", "address")
+RUN_ON_KEYS = ("minServerVersion", "maxServerVersion")
+#: Each operation's fields besides ``name`` and ``thread``, which all take.
+OPERATION_KEYS: dict[str, tuple[str, ...]] = {
+    "start": ("target",),
+    "wait": ("ms",),
+    "waitForThread": ("target",),
+    "waitForEvent": ("event", "count", "timeout"),
+    "checkOut": ("label",),
+    "checkIn": ("connection",),
+    "clear": ("interruptInUseConnections",),
+    "close": (),
+    "ready": (),
 }
 
 FIELD_NAMES = {
@@ -227,6 +259,9 @@ class Runner:
 
     def execute(self, op: Mapping[str, Any]) -> None:
         name = op["name"]
+        if name not in OPERATION_KEYS:
+            raise UncheckedKey(f"unknown operation {name!r}")
+        check_keys(f"operation {name}", op, ("name", "thread", *OPERATION_KEYS[name]))
         if name == "checkOut":
             conn = self.pool.check_out()
             if "label" in op:
@@ -256,8 +291,6 @@ class Runner:
                 pytest.fail(f"thread {op['target']} did not finish within {DEFAULT_WAIT:g} s")
             if worker.error is not None:
                 raise worker.error
-        else:
-            pytest.fail(f"unknown operation {name!r}")
 
     def run(self, operations: Sequence[Mapping[str, Any]]) -> Optional[Exception]:
         """Run the operations; return the main thread's error, if one stopped it."""
@@ -329,6 +362,9 @@ def event_document(event: object) -> dict[str, Any]:
 
 def assert_error(error: Optional[Exception], expected: Mapping[str, Any]) -> None:
     assert error is not None, f"expected the main thread to raise {expected}, nothing raised"
+    check_keys("error", expected, ERROR_KEYS)
+    if expected.get("type") not in ERROR_TYPES:
+        raise UncheckedKey(f"error type {expected.get('type')!r}; known: {sorted(ERROR_TYPES)}")
     kind = ERROR_TYPES[expected["type"]]
     if not isinstance(error, kind):
         raise AssertionError(f"expected {expected['type']}, got {error!r}") from error
@@ -338,6 +374,22 @@ def assert_error(error: Optional[Exception], expected: Mapping[str, Any]) -> Non
         )
     if "address" in expected:
         assert_matches(str(getattr(error, "address", None)), expected["address"], "error.address")
+
+
+def run_on_satisfied(test: Mapping[str, Any]) -> bool:
+    """``runOn``: one of its requirements holds for the simulated MongoDB 7.0 (none
+    given: every server)."""
+    requirements = test.get("runOn")
+    if not requirements:
+        return True
+    for requirement in requirements:
+        check_keys("runOn", requirement, RUN_ON_KEYS)
+    return any(
+        parse_version(r.get("minServerVersion", "0"))
+        <= SERVER_VERSION
+        <= parse_version(r.get("maxServerVersion", "99999"))
+        for r in requirements
+    )
 
 
 def needs_server(test: Mapping[str, Any]) -> bool:
@@ -362,10 +414,16 @@ def server_for(test: Mapping[str, Any]) -> Iterator[Optional[Standalone]]:
 @pytest.mark.parametrize("path", specdata.json_files(SUITE))
 def test_cmap(path: Path) -> None:
     test = specdata.load(path)
+    check_keys(path.name, test, FILE_KEYS)
     test_id = path.stem
     not_applicable = deviations.not_applicable(SUITE, test, test, test_id)
     if not_applicable is not None:
         pytest.skip(not_applicable["reason"])
+    if not run_on_satisfied(test):
+        raise AssertionError(
+            f"the simulated MongoDB 7.0 satisfies no runOn requirement {test['runOn']} and "
+            "specs/deviations.toml has no [[not_applicable]] entry for the test"
+        )
 
     with server_for(test) as server:
         runner = Runner(test, server)

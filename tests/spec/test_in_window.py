@@ -21,18 +21,32 @@ from mongocore.core.selection.read_preference import NEAREST
 from mongocore.core.selection.selectors import in_latency_window, select_server, select_servers
 from tests.spec import specdata
 from tests.spec.deviations import deviation
+from tests.spec.format_keys import check_keys
 from tests.spec.selection_support import addresses, topology_description
 
 SUITE = "server-selection/tests/in_window"
 SEED = 20161121  # fixed: the seed's version date; any fixed value keeps the run deterministic
 # Used instead of a tolerance of 0, which upstream meant for frequencies of exactly 0 or 1.
 STANDARD_DEVIATIONS = 4
+# The format's keys (the suite's README, "Selection Within Latency Window YAML Tests").
+FILE_KEYS = (
+    "description",
+    "topology_description",
+    "mocked_topology_state",
+    "iterations",
+    "outcome",
+)
 
 
 @pytest.mark.parametrize("path", specdata.json_files(SUITE))
 def test_in_window(path: Path, request: pytest.FixtureRequest) -> None:
     test_id = request.node.callspec.id
     test = specdata.load(path)
+    check_keys(path.name, test, FILE_KEYS)
+    check_keys("outcome", test["outcome"], ("tolerance", "expected_frequencies"))
+    for state in test["mocked_topology_state"]:
+        # operation_count is what the seed's rule ignores (the [[deviation]] entry).
+        check_keys("mocked_topology_state", state, ("address", "operation_count"))
     entry = deviation(SUITE, test, test, test_id)
     assert entry is not None, (
         f"{SUITE}/{test_id} asserts the seed's uniform choice, which deviates from the "

@@ -24,11 +24,13 @@ with a real DNS server and simulated deployments, as the suite's README sets the
 
 Assertions follow the README's "Test Format and Use": ``error`` means creating the
 Client raises ConfigurationError (no deployment involved); otherwise ``seeds`` and
-``numSeeds`` are checked against the client's initial seed list, ``options`` against
-``client.options.get_option``, ``parsed_options`` against the user name, password and
-database of the connection string, ``hosts`` and ``numHosts`` against the topology
-description's servers (waited for on SDAM events), and a ``ping`` must succeed unless
-``ping`` is false.
+``numSeeds`` are checked against the client's initial seed list, ``options`` (any URI
+option, its value in the file's form) against ``client.options.get_option``,
+``parsed_options`` against the user name, password and database of the connection
+string, ``hosts`` and ``numHosts`` against the topology description's servers (waited
+for on SDAM events), and a ``ping`` must succeed unless ``ping`` is false. A field,
+option or parsed option the README does not define, or that the client does not hold,
+fails the test naming it (tests/spec/format_keys.py).
 """
 
 from __future__ import annotations
@@ -47,12 +49,13 @@ import trustme
 
 from mongocore.api.client import Client
 from mongocore.core.events import TopologyDescriptionChangedEvent, TopologyListener
-from mongocore.core.options import ClientOptions
+from mongocore.core.options import ClientOptions, held_value
 from mongocore.errors import ConfigurationError
 from mongocore.io.dns_resolver import DnsPythonResolver
 from mongocore.sim import LoadBalanced, MemberConfig, ReplicaSet, ShardedCluster
 from tests.spec import deviations, specdata
 from tests.spec.dns_zone import DnsServer, Zone, parse_records
+from tests.spec.format_keys import check_keys
 
 SUITE = "initial-dns-seedlist-discovery/tests"
 #: Generous: every wait ends as soon as its condition holds.
@@ -233,6 +236,7 @@ def network(
 
 def run(folder: str, path: Path, deployment: Deployment, network: Network) -> None:
     case = specdata.load(path)
+    check_keys(path.name, case, FILE_KEYS)
     entry = deviations.not_applicable(f"{SUITE}/{folder}", case, case, path.stem)
     if entry is not None:
         pytest.skip(f"not applicable (specs/deviations.toml): {entry['selects']}")
@@ -269,20 +273,61 @@ def _assert_seeds(client: Client, case: Mapping[str, Any]) -> None:
         assert len(seeds) == case["numSeeds"]
 
 
-_PARSED_OPTIONS: Mapping[str, Callable[[ClientOptions], Any]] = {
+#: The fields of a file ("Test Format and Use" of the suite's README).
+FILE_KEYS = (
+    "uri",
+    "seeds",
+    "numSeeds",
+    "hosts",
+    "numHosts",
+    "options",
+    "parsed_options",
+    "error",
+    "comment",
+    "ping",
+)
+
+#: ``parsed_options``: "additional, parsed options from other Connection String
+#: components", by the names the README gives them ("UserInfo (as user and password)
+#: and Auth database (as auth_database)") and the names the Connection String suite's
+#: format gives the same components (``auth``: username, password, db). The README's
+#: list is open ("include, but are not limited to"): the Auth database is also called
+#: the default database (``defaultDatabase``, as the database a client uses by
+#: default). A name outside these is no component this runner knows, and fails.
+PARSED_OPTIONS: Mapping[str, Callable[[ClientOptions], Any]] = {
     "user": lambda options: options.username,
+    "username": lambda options: options.username,
     "password": lambda options: options.password,
     "auth_database": lambda options: options.database,
+    "db": lambda options: options.database,
     "defaultDatabase": lambda options: options.database,
 }
 
 
 def _assert_options(client: Client, case: Mapping[str, Any]) -> None:
-    for name, value in (case.get("options") or {}).items():
-        assert client.options.get_option(name) == value, name
-    for name, value in (case.get("parsed_options") or {}).items():
-        assert name in _PARSED_OPTIONS, f"parsed_options key {name!r} is not known to the runner"
-        assert _PARSED_OPTIONS[name](client.options) == value, name
+    """``options``: each is a URI option (uri-options spec) whose value, in the file's
+    form, must be what the client holds for it; ``parsed_options``: see
+    :data:`PARSED_OPTIONS`. A key this runner cannot check fails, naming it."""
+    options = case.get("options") or {}
+    check_keys("options", options, [k for k in options if _is_client_option(k)])
+    for name, value in options.items():
+        assert client.options.get_option(name) == held_value(name, value), name
+    parsed = case.get("parsed_options") or {}
+    check_keys("parsed_options", parsed, PARSED_OPTIONS)
+    for name, value in parsed.items():
+        assert PARSED_OPTIONS[name](client.options) == value, name
+
+
+def _is_client_option(name: str) -> bool:
+    """A URI option a client holds (an unknown or unsupported key is not)."""
+    try:
+        _DEFAULT_OPTIONS.get_option(name)
+    except KeyError:
+        return False
+    return True
+
+
+_DEFAULT_OPTIONS = ClientOptions()
 
 
 def _assert_hosts(client: Client, watcher: TopologyWatcher, case: Mapping[str, Any]) -> None:

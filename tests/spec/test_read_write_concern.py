@@ -24,12 +24,25 @@ from mongocore.errors import ConfigurationError
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 from tests.spec import deviations, uri_runner
+from tests.spec.format_keys import check_keys
 
 CONNECTION_STRING = "read-write-concern/tests/connection-string"
 DOCUMENT = "read-write-concern/tests/document"
 
 #: The spec's option names of a write concern, as WriteConcern's arguments.
 _WRITE_CONCERN_OPTIONS = {"w": "w", "wtimeoutMS": "wtimeout", "journal": "j"}
+#: The keys of each format's case.
+_CONNECTION_STRING_KEYS = ("description", "uri", "valid", "warning", "writeConcern", "readConcern")
+_DOCUMENT_KEYS = (
+    "description",
+    "valid",
+    "writeConcern",
+    "writeConcernDocument",
+    "readConcern",
+    "readConcernDocument",
+    "isServerDefault",
+    "isAcknowledged",
+)
 
 
 def _skip_if_not_applicable(suite: str, test_id: str, case: Mapping[str, Any]) -> None:
@@ -61,6 +74,7 @@ def _client_concerns(uri: str) -> tuple[WriteConcern, ReadConcern]:
 def test_connection_string(test_id: str, case: dict[str, Any]) -> None:
     if case is None:
         pytest.skip("spec suite not available")
+    check_keys(test_id, case, _CONNECTION_STRING_KEYS)
     _skip_if_not_applicable(CONNECTION_STRING, test_id, case)
     uri = case["uri"]
     if not case["valid"]:
@@ -85,6 +99,7 @@ def test_connection_string(test_id: str, case: dict[str, Any]) -> None:
 def test_document(test_id: str, case: dict[str, Any]) -> None:
     if case is None:
         pytest.skip("spec suite not available")
+    check_keys(test_id, case, _DOCUMENT_KEYS)
     _skip_if_not_applicable(DOCUMENT, test_id, case)
     if "writeConcern" in case:
         if not case["valid"]:

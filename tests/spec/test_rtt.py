@@ -8,6 +8,7 @@ import pytest
 
 from mongocore.core.selection.rtt import RoundTripTime
 from tests.spec import specdata
+from tests.spec.format_keys import check_keys
 
 SUITE = "server-selection/tests/rtt"
 
@@ -15,6 +16,8 @@ SUITE = "server-selection/tests/rtt"
 @pytest.mark.parametrize("path", specdata.json_files(SUITE))
 def test_rtt(path: Path) -> None:
     test = specdata.load(path)
+    # The format's keys (the server-selection suite's README, "RTT Calculation Tests").
+    check_keys(path.name, test, ("avg_rtt_ms", "new_rtt_ms", "new_avg_rtt"))
     previous = test["avg_rtt_ms"]
     start = RoundTripTime() if previous == "NULL" else RoundTripTime(float(previous))
     assert start.add(float(test["new_rtt_ms"])).average == pytest.approx(

@@ -31,10 +31,64 @@ from mongocore.core.events import (
 )
 from mongocore.core.options import ClientOptions
 from tests.spec import specdata
+from tests.spec.format_keys import UncheckedKey, check_keys
 
 SUITES = ["single", "rs", "sharded", "errors", "monitoring", "load-balanced"]
 ROOT = "server-discovery-and-monitoring/tests"
 TOPOLOGY_ID = "42"
+
+# The keys of the suite's format (its README, "Format"), each checked where it appears.
+FILE_KEYS = ("description", "uri", "phases")
+PHASE_KEYS = ("description", "responses", "applicationErrors", "outcome")
+APPLICATION_ERROR_KEYS = ("address", "generation", "maxWireVersion", "when", "type", "response")
+OUTCOME_KEYS = (
+    "topologyType",
+    "setName",
+    "servers",
+    "logicalSessionTimeoutMinutes",
+    "maxSetVersion",
+    "maxElectionId",
+    "compatible",
+)
+#: A "server" object; ``error`` (the description's error, as a substring) is asserted
+#: too, which files of the errors folder give.
+SERVER_KEYS = (
+    "type",
+    "setName",
+    "setVersion",
+    "electionId",
+    "logicalSessionTimeoutMinutes",
+    "minWireVersion",
+    "maxWireVersion",
+    "topologyVersion",
+    "pool",
+    "error",
+)
+#: The monitoring outcome's events, by name, and the fields each may give.
+EVENT_KEYS = {
+    "topology_opening_event": ("topologyId",),
+    "server_opening_event": ("topologyId", "address"),
+    "server_closed_event": ("topologyId", "address"),
+    "server_description_changed_event": (
+        "topologyId",
+        "address",
+        "previousDescription",
+        "newDescription",
+    ),
+    "topology_description_changed_event": ("topologyId", "previousDescription", "newDescription"),
+}
+#: A server description inside an event.
+EVENT_SERVER_KEYS = (
+    "address",
+    "type",
+    "hosts",
+    "passives",
+    "arbiters",
+    "primary",
+    "setName",
+    "setVersion",
+    "electionId",
+)
 
 
 def _params() -> list[Any]:
@@ -80,6 +134,7 @@ class Harness:
         self.apply(sd)
 
     def application_error(self, spec: Mapping[str, Any]) -> None:
+        check_keys("applicationError", spec, APPLICATION_ERROR_KEYS)
         address = parse_address(spec["address"])
         pool_generation = self.generations.get(address, 0)
         error = ApplicationError(
@@ -101,9 +156,11 @@ class Harness:
 @pytest.mark.parametrize("path", _params())
 def test_sdam(path: Path) -> None:
     test = specdata.load_extended(path)
+    check_keys(path.name, test, FILE_KEYS)
     harness = Harness(test["uri"])
     for number, phase in enumerate(test["phases"]):
         where = f"phase {number} ({phase.get('description', '')})"
+        check_keys(where, phase, PHASE_KEYS)
         for address, hello in phase.get("responses", []):
             harness.response(parse_address(address), hello)
         for error in phase.get("applicationErrors", []):
@@ -115,8 +172,10 @@ def test_sdam(path: Path) -> None:
 def check_outcome(harness: Harness, outcome: Mapping[str, Any], where: str) -> None:
     td = harness.description
     if "events" in outcome:
+        check_keys(f"{where}: outcome", outcome, ("events",))
         check_events(harness.events, outcome["events"], where)
         return
+    check_keys(f"{where}: outcome", outcome, OUTCOME_KEYS)
     assert td.type.value == outcome["topologyType"], where
     assert td.set_name == outcome["setName"], where
     if "logicalSessionTimeoutMinutes" in outcome:
@@ -137,6 +196,7 @@ def check_server(
     sd: ServerDescription, expected: Mapping[str, Any], generation: Optional[int], where: str
 ) -> None:
     where = f"{where}, server {sd.address}"
+    check_keys(where, expected, SERVER_KEYS)
     assert sd.type.value == expected["type"], f"{where}: {sd!r}"
     simple = {
         "setName": "set_name",
@@ -159,6 +219,7 @@ def check_server(
     if "error" in expected:
         assert sd.error is not None and expected["error"] in sd.error, f"{where}: {sd.error}"
     if "pool" in expected:
+        check_keys(f"{where}: pool", expected["pool"], ("generation",))
         assert generation == expected["pool"]["generation"], f"{where}: pool generation"
 
 
@@ -166,6 +227,11 @@ def check_events(actual: list[SdamEvent], expected: list[Mapping[str, Any]], whe
     assert len(actual) == len(expected), f"{where}: {[type(e).__name__ for e in actual]}"
     for event, spec in zip(actual, expected):
         ((name, fields),) = spec.items()
+        if name not in EVENT_KEYS:
+            raise UncheckedKey(f"{where}: unknown event {name}")
+        check_keys(f"{where}: {name}", fields, EVENT_KEYS[name])
+        if "topologyId" in fields:
+            assert getattr(event, "topology_id", None) == fields["topologyId"], where
         if name == "topology_opening_event":
             assert isinstance(event, TopologyOpeningEvent), where
         elif name == "server_opening_event":
@@ -183,23 +249,39 @@ def check_events(actual: list[SdamEvent], expected: list[Mapping[str, Any]], whe
             assert isinstance(event, TopologyDescriptionChangedEvent), where
             check_event_topology(event.previous_description, fields["previousDescription"], where)
             check_event_topology(event.new_description, fields["newDescription"], where)
-        else:
-            pytest.fail(f"{where}: unknown event {name}")
 
 
 def check_event_server(sd: ServerDescription, expected: Mapping[str, Any], where: str) -> None:
+    check_keys(f"{where}: server description", expected, EVENT_SERVER_KEYS)
     assert sd.address == parse_address(expected["address"]), where
     assert sd.type.value == expected["type"], where
-    for key, attribute in (("hosts", "hosts"), ("passives", "passives"), ("arbiters", "arbiters")):
-        assert sd.__getattribute__(attribute) == {parse_address(a) for a in expected[key]}, where
+    for key in ("hosts", "passives", "arbiters"):
+        if key in expected:
+            assert getattr(sd, key) == {parse_address(a) for a in expected[key]}, where
     if "primary" in expected:
         assert sd.primary == parse_address(expected["primary"]), where
     if "setName" in expected:
         assert sd.set_name == expected["setName"], where
+    if "setVersion" in expected:
+        assert sd.set_version == expected["setVersion"], where
+    if "electionId" in expected:
+        assert sd.election_id == expected["electionId"], where
 
 
 def check_event_topology(td: TopologyDescription, expected: Mapping[str, Any], where: str) -> None:
+    check_keys(f"{where}: topology description", expected, OUTCOME_KEYS)
     assert td.type.value == expected["topologyType"], where
+    if "setName" in expected:
+        assert td.set_name == expected["setName"], where
+    if "logicalSessionTimeoutMinutes" in expected:
+        minutes = expected["logicalSessionTimeoutMinutes"]
+        assert td.logical_session_timeout_minutes == minutes, where
+    if "maxSetVersion" in expected:
+        assert td.max_set_version == expected["maxSetVersion"], where
+    if "maxElectionId" in expected:
+        assert td.max_election_id == expected["maxElectionId"], where
+    if "compatible" in expected:
+        assert td.compatible == expected["compatible"], where
     servers = {parse_address(s["address"]): s for s in expected["servers"]}
     assert set(td.servers) == set(servers), where
     for address, spec in servers.items():

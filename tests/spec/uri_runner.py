@@ -19,6 +19,13 @@ from mongocore.core.uri import ConnectionString, UnknownOptionWarning
 from mongocore.core.uri import parse_uri as _parse_uri
 from mongocore.errors import ConfigurationError, InvalidURI
 from tests.spec import deviations, specdata
+from tests.spec.format_keys import check_keys
+
+# The format's keys (the Connection String suite's README, "Format"; the uri-options
+# suite shares it).
+CASE_KEYS = ("description", "uri", "valid", "warning", "hosts", "auth", "options")
+HOST_KEYS = ("type", "host", "port")
+AUTH_KEYS = ("username", "password", "db")
 
 
 def cases(suite: str) -> list[Any]:
@@ -62,6 +69,7 @@ def parse_uri(uri: str, *, warn: bool) -> ConnectionString:
 def run(suite: str, test_id: str, case: dict[str, Any], *, warning_means_error: bool) -> None:
     """Run one case. ``warning_means_error``: every warning must come from an invalid
     value (strict mode raises) or an unknown key (the uri-options suite's promise)."""
+    check_keys(test_id, case, CASE_KEYS)
     uri = case["uri"]
     if deviations.not_applicable(suite, case, case, test_id) is not None:
         _assert_ignored_as_unsupported(case)
@@ -88,20 +96,28 @@ def _assert_hosts(parsed: ConnectionString, expected: Any) -> None:
         return
     assert len(parsed.hosts) == len(expected), parsed.hosts
     for address, want in zip(parsed.hosts, expected):
+        check_keys("hosts", want, HOST_KEYS)
         assert address.host == want["host"]
-        assert host_type(address) == want["type"]
-        if want["port"] is not None:
+        # "Asserting the type is optional": asserted whenever the case gives it.
+        if want.get("type") is not None:
+            assert host_type(address) == want["type"]
+        if want.get("port") is not None:
             assert address.port == want["port"]
-        elif want["type"] != "unix":
+        elif want.get("type") != "unix" and host_type(address) != "unix":
             assert address.port == DEFAULT_PORT  # our documented default
 
 
 def _assert_auth(parsed: ConnectionString, expected: Any) -> None:
     if expected is None:
         return
-    assert parsed.username == expected["username"]
-    assert parsed.password == expected["password"]
-    assert parsed.database == expected["db"]
+    check_keys("auth", expected, AUTH_KEYS)
+    # A key the case leaves out is not asserted; a null one is asserted absent.
+    if "username" in expected:
+        assert parsed.username == expected["username"]
+    if "password" in expected:
+        assert parsed.password == expected["password"]
+    if "db" in expected:
+        assert parsed.database == expected["db"]
 
 
 def _assert_options(parsed: ConnectionString, expected: Any) -> None:

@@ -39,7 +39,7 @@ from mongocore.core.uri_options import (
 )
 from mongocore.errors import ConfigurationError
 
-__all__ = ["ClientOptions"]
+__all__ = ["ClientOptions", "held_value"]
 
 DEFAULT_CONNECT_TIMEOUT_MS = 20_000
 DEFAULT_MAX_POOL_SIZE = 100
@@ -250,10 +250,7 @@ class ClientOptions:
             "auth_source": parsed.database,
         }
         for name, value in given.items():
-            means_none = (name in _ZERO_IS_NONE and value == 0) or (
-                name == "maxStalenessSeconds" and value == -1
-            )
-            attributes[_ATTRIBUTES[name]] = None if means_none else value
+            attributes[_ATTRIBUTES[name]] = _held(name, value)
         # TLS is on when asked for, for mongodb+srv:// (Initial DNS Seedlist
         # Discovery), or when any other tls* option is given; tls=false with other
         # tls* options was refused by check_options.
@@ -308,6 +305,28 @@ class ClientOptions:
                 ]
             parts.append(f"{f.name}={value!r}")
         return f"ClientOptions({', '.join(parts)})"
+
+
+def _held(name: str, value: Any) -> Any:
+    """What the attribute of canonical option ``name`` holds for a validated value:
+    None where the value means "no limit"."""
+    means_none = (name in _ZERO_IS_NONE and value == 0) or (
+        name == "maxStalenessSeconds" and value == -1
+    )
+    return None if means_none else value
+
+
+def held_value(name: str, value: Any) -> Any:
+    """The value ``ClientOptions.get_option(name)`` returns for a client given option
+    ``name`` (any case, ``ssl`` for ``tls``) with ``value``, in its connection-string
+    form or typed: validated as the client validates it, None where the value means
+    "no limit" (0 for connectTimeoutMS, socketTimeoutMS, maxIdleTimeMS and
+    waitQueueTimeoutMS; -1 for maxStalenessSeconds). KeyError for a name that is no
+    option of a client; ConfigurationError for an invalid value."""
+    canonical = canonical_option_name(name)
+    if canonical is None or canonical not in _ATTRIBUTES:
+        raise KeyError(name)
+    return _held(canonical, validate_option(canonical, value))
 
 
 def _refuse_backpressure(max_adaptive_retries: int, enable_overload_retargeting: bool) -> None:

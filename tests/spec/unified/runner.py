@@ -34,6 +34,7 @@ from mongocore.io import log_messages
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
+from tests.spec.format_keys import check_keys
 from tests.spec.unified import operations, seed, session_operations
 from tests.spec.unified.cases import UnifiedCase, environments, schema_supported
 from tests.spec.unified.deployments import Deployment, Deployments, Environment
@@ -77,6 +78,92 @@ _TEST_KEYS = frozenset(
         "outcome",
     }
 )
+
+
+#: The format's top-level fields ("Top-level Fields").
+_FILE_KEYS = frozenset(
+    {
+        "description",
+        "schemaVersion",
+        "runOnRequirements",
+        "createEntities",
+        "initialData",
+        "tests",
+        "_yamlAnchors",
+    }
+)
+#: "operation" (besides the "$$seed..." fields a seed transformation adds).
+_OPERATION_KEYS = frozenset(
+    {
+        "name",
+        "object",
+        "arguments",
+        "ignoreResultAndError",
+        "expectError",
+        "expectResult",
+        "saveResultAsEntity",
+    }
+)
+#: "collectionData" (initialData; an outcome's has no createOptions).
+_COLLECTION_DATA_KEYS = frozenset({"collectionName", "databaseName", "createOptions", "documents"})
+#: "expectedEventsForClient".
+_EXPECTED_EVENTS_KEYS = frozenset({"client", "eventType", "events", "ignoreExtraEvents"})
+#: Each entity's fields ("entity"), but the client's (ClientEntity).
+_ENTITY_KEYS = {
+    "database": frozenset({"id", "client", "databaseName", "databaseOptions"}),
+    "collection": frozenset({"id", "database", "collectionName", "collectionOptions"}),
+    "session": frozenset({"id", "client", "sessionOptions"}),
+    "thread": frozenset({"id"}),
+}
+#: Each special test operation's arguments: (required, optional) ("Special Test
+#: Operations"). A missing required argument, or one the runner does not know, fails.
+SPECIAL_ARGUMENTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "failPoint": (frozenset({"client", "failPoint"}), frozenset()),
+    "targetedFailPoint": (frozenset({"session", "failPoint"}), frozenset()),
+    "createEntities": (frozenset({"entities"}), frozenset()),
+    "waitForEvent": (frozenset({"client", "event", "count"}), frozenset()),
+    "assertEventCount": (frozenset({"client", "event", "count"}), frozenset()),
+    "runOnThread": (frozenset({"thread", "operation"}), frozenset()),
+    "waitForThread": (frozenset({"thread"}), frozenset()),
+    "wait": (frozenset({"ms"}), frozenset()),
+    "recordTopologyDescription": (frozenset({"client", "id"}), frozenset()),
+    "assertTopologyType": (frozenset({"topologyDescription", "topologyType"}), frozenset()),
+    "waitForPrimaryChange": (
+        frozenset({"client", "priorTopologyDescription"}),
+        frozenset({"timeoutMS"}),
+    ),
+    "assertSessionTxnNumber": (frozenset({"session", "txnNumber"}), frozenset()),
+    "assertSessionDirty": (frozenset({"session"}), frozenset()),
+    "assertSessionNotDirty": (frozenset({"session"}), frozenset()),
+    "assertSameLsidOnLastTwoCommands": (frozenset({"client"}), frozenset()),
+    "assertDifferentLsidOnLastTwoCommands": (frozenset({"client"}), frozenset()),
+    "assertNumberConnectionsCheckedOut": (frozenset({"client", "connections"}), frozenset()),
+    "assertCollectionExists": (frozenset({"collectionName", "databaseName"}), frozenset()),
+    "assertCollectionNotExists": (frozenset({"collectionName", "databaseName"}), frozenset()),
+    "assertIndexExists": (
+        frozenset({"collectionName", "databaseName", "indexName"}),
+        frozenset(),
+    ),
+    "assertIndexNotExists": (
+        frozenset({"collectionName", "databaseName", "indexName"}),
+        frozenset(),
+    ),
+    "assertSessionTransactionState": (frozenset({"session", "state"}), frozenset()),
+    "assertSessionPinned": (frozenset({"session"}), frozenset()),
+    "assertSessionUnpinned": (frozenset({"session"}), frozenset()),
+}
+
+
+def check_special_arguments(name: str, args: Mapping[str, Any]) -> None:
+    """A special operation's arguments are the format's: all required ones given, no
+    other (an argument the runner ignored would pass unchecked)."""
+    if name not in SPECIAL_ARGUMENTS:
+        raise UnsupportedFeature(f"special test operation {name!r}")
+    required, optional = SPECIAL_ARGUMENTS[name]
+    missing = sorted(required - set(args))
+    if missing:
+        raise ValueError(f"{name} requires the arguments {missing}")
+    check_keys(name, args, required | optional)
 
 
 def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool = False) -> None:
@@ -172,10 +259,17 @@ class TestRun:
     # --- the test ------------------------------------------------------------------------
 
     def run(self) -> None:
+        check_keys("the file", self.document, _FILE_KEYS)
         unknown = {key for key in self.test if not key.startswith("$$")} - _TEST_KEYS
         if unknown:
             # An expectation the runner would not check must not pass unchecked.
             raise UnsupportedFeature(f"test fields {sorted(unknown)}")
+        for data in self.document.get("initialData", []):
+            check_keys("initialData", data, _COLLECTION_DATA_KEYS)
+        for data in self.test.get("outcome", []):
+            check_keys("outcome", data, _COLLECTION_DATA_KEYS - {"createOptions"})
+        for expected in self.test.get("expectEvents", []):
+            check_keys("expectEvents", expected, _EXPECTED_EVENTS_KEYS)
         try:
             self.internal = Client(
                 self.deployment.uri(use_multiple_mongoses=False),
@@ -315,6 +409,8 @@ class TestRun:
             if len(definition) != 1:
                 raise ValueError(f"an entity has exactly one key: {dict(definition)!r}")
             kind, spec = next(iter(definition.items()))
+            if kind in _ENTITY_KEYS:
+                check_keys(f"{kind} entity", spec, _ENTITY_KEYS[kind])
             name = spec["id"]
             if kind == "client":
                 self.entities.add(name, self._new_client(spec))
@@ -440,6 +536,11 @@ class TestRun:
         """Executing an Operation. ``propagate``: an operation of a withTransaction
         callback, whose error (once checked against the expectations) is raised again,
         as the callback's."""
+        check_keys(
+            f"operation {operation.get('name')!r}",
+            {k: v for k, v in operation.items() if not str(k).startswith("$$")},
+            _OPERATION_KEYS,
+        )
         name = operation["name"]
         target_name = operation["object"]
         if target_name == "testRunner":
@@ -524,6 +625,7 @@ class TestRun:
 
     def _special(self, name: str, args: Mapping[str, Any]) -> None:
         entities = self.entities
+        check_special_arguments(name, args)
         if name in ("failPoint", "targetedFailPoint"):
             # The fail point is for the test's commands, not its clients' first hellos.
             settle_monitoring(
