@@ -25,6 +25,13 @@ from mongocore.sim.collation import Collation
 from mongocore.sim.query import aggregate, batch_size, distinct, project, select, sort_list
 from mongocore.sim.store import translate_store_errors
 from mongocore.sim.variables import parse_let
+from mongocore.sim.write_statements import (
+    delete_limit,
+    fails_the_command,
+    parse_deletes,
+    parse_inserts,
+    parse_updates,
+)
 
 if TYPE_CHECKING:
     # commands.py registers these handlers; the context type is its own.
@@ -45,15 +52,6 @@ __all__ = [
 ]
 
 Reply = dict[str, Any]
-
-
-def _documents(ctx: CommandContext, field: str) -> list[Mapping[str, Any]]:
-    docs = ctx.cmd.get(field)
-    if not isinstance(docs, list):
-        raise CommandError(
-            40414, f"BSON field '{ctx.name}.{field}' is missing but a required field"
-        )
-    return docs
 
 
 def _write_error(index: int, error: CommandError) -> Reply:
@@ -84,11 +82,12 @@ def _collation(ctx: CommandContext, coll: str, spec: Any) -> Optional[Collation]
 
 def cmd_insert(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
+    documents = parse_inserts(ctx.cmd)
     ordered = bool(ctx.cmd.get("ordered", True))
     bypass = _bypass(ctx)
     n = 0
     errors: list[Reply] = []
-    for index, doc in enumerate(_documents(ctx, "documents")):
+    for index, doc in enumerate(documents):
         prior = ctx.executed(index)
         if prior is not None:
             n += int(prior["n"])
@@ -98,6 +97,8 @@ def cmd_insert(ctx: CommandContext) -> Reply:
             ctx.write(index, coll, apply, _inserted)
             n += 1
         except CommandError as exc:
+            if fails_the_command(exc):
+                raise
             errors.append(_write_error(index, exc))
             if ordered:
                 break
@@ -117,16 +118,16 @@ def _updated(outcome: tuple[int, int, Optional[tuple[Any]]]) -> Reply:
 
 def cmd_update(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
+    # Parsed whole first: a statement the parser refuses (an 8.0 sort, a pipeline of
+    # non-documents, ...) fails the command before any is applied.
+    statements = parse_updates(ctx.cmd)
     ordered = bool(ctx.cmd.get("ordered", True))
     variables = parse_let(ctx.cmd, "update")
     bypass = _bypass(ctx)
     n = modified = 0
     upserted: list[Reply] = []
     errors: list[Reply] = []
-    for index, statement in enumerate(_documents(ctx, "updates")):
-        if "sort" in statement:
-            # An update statement's sort is MongoDB 8.0's; 7.0 parses it as unknown.
-            raise CommandError(40415, "BSON field 'update.updates.sort' is an unknown field.")
+    for index, statement in enumerate(statements):
         result = ctx.executed(index)
         if result is None:
             try:
@@ -148,6 +149,8 @@ def cmd_update(ctx: CommandContext) -> Reply:
                 if outcome[2] is not None:
                     upserted.append({"index": index, "_id": outcome[2][0]})
             except CommandError as exc:
+                if fails_the_command(exc):
+                    raise
                 errors.append(_write_error(index, exc))
                 if ordered:
                     break
@@ -169,30 +172,30 @@ def _deleted(count: int) -> Reply:
 
 def cmd_delete(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
+    statements = parse_deletes(ctx.cmd)
     ordered = bool(ctx.cmd.get("ordered", True))
     variables = parse_let(ctx.cmd, "delete")
     n = 0
     errors: list[Reply] = []
-    for index, statement in enumerate(_documents(ctx, "deletes")):
-        limit = statement.get("limit", 0)
+    for index, statement in enumerate(statements):
         prior = ctx.executed(index)
         if prior is not None:
             n += int(prior["n"])
             continue
         try:
-            if limit not in (0, 1):
-                raise CommandError(9, "The limit field in delete objects must be 0 or 1")
             apply = functools.partial(
                 ctx.store.delete,
                 ctx.db,
                 coll,
                 statement.get("q", {}),
-                int(limit),
+                delete_limit(statement),
                 collation=_collation(ctx, coll, statement.get("collation")),
                 variables=variables,
             )
             n += ctx.write(index, coll, apply, _deleted)
         except CommandError as exc:
+            if fails_the_command(exc):
+                raise
             errors.append(_write_error(index, exc))
             if ordered:
                 break
