@@ -51,3 +51,23 @@ def no_thread_leak() -> Iterator[None]:
         t.join(timeout=10)
     still = sorted({t.name for t in leaked if t.is_alive()})
     assert not still, f"threads left running after the test: {still}"
+
+
+_THIRDPARTY_REPORTS: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Keep the reports the third-party suites' runners record (tests/thirdparty)."""
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name == "thirdparty_report":
+                _THIRDPARTY_REPORTS.append(str(value))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The third-party suites' counts, per driver, and their failures by rule."""
+    if _THIRDPARTY_REPORTS:
+        terminalreporter.section("third-party suites on the simulated deployment")
+        for report in _THIRDPARTY_REPORTS:
+            for line in report.splitlines():
+                terminalreporter.line(line)
