@@ -8,6 +8,11 @@ a Client) and ``ReadConcern``. As in pymongo, the exceptions live in
 :mod:`mongocore.errors` and the read preference classes in
 :mod:`mongocore.read_preferences`.
 
+Each public module of pymongo's synchronous API has its namesake here
+(:mod:`mongocore.collection`, :mod:`mongocore.uri_parser`, :mod:`mongocore.common`,
+...; docs/from-pymongo.md, "Module layout"), reachable as an attribute of the package
+as pymongo's are.
+
 Importing the package loads nothing but its version: each name loads its module
 on first use (``from mongocore import MongoClient`` loads the client and what
 constructing one needs; the CRUD classes load with the first database), and never
@@ -19,7 +24,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from mongocore._version import DRIVER_NAME, __version__, version, version_tuple
+from mongocore._version import (
+    DRIVER_NAME,
+    __version__,
+    get_version_string,
+    version,
+    version_tuple,
+)
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -43,6 +54,7 @@ if TYPE_CHECKING:
         UpdateMany,
         UpdateOne,
     )
+    from mongocore.common import MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION, has_c
     from mongocore.read_concern import ReadConcern
     from mongocore.read_preferences import ReadPreference
     from mongocore.write_concern import WriteConcern
@@ -69,12 +81,50 @@ _LAZY = {
     "ReadConcern": "mongocore.read_concern",
     "ReadPreference": "mongocore.read_preferences",
     "WriteConcern": "mongocore.write_concern",
+    "MAX_SUPPORTED_WIRE_VERSION": "mongocore.common",
+    "MIN_SUPPORTED_WIRE_VERSION": "mongocore.common",
+    "has_c": "mongocore.common",
 }
+
+#: The modules named as pymongo's, which ``mongocore.<name>`` loads on first use (as
+#: ``pymongo.<name>`` is there after ``import pymongo``).
+_SUBMODULES = frozenset(
+    {
+        "change_stream",
+        "client_options",
+        "client_session",
+        "collation",
+        "collection",
+        "command_cursor",
+        "common",
+        "cursor",
+        "database",
+        "driver_info",
+        "errors",
+        "event_loggers",
+        "mongo_client",
+        "monitoring",
+        "operations",
+        "pool",
+        "read_concern",
+        "read_preferences",
+        "results",
+        "server_api",
+        "server_description",
+        "topology_description",
+        "typings",
+        "uri_parser",
+        "write_concern",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _SUBMODULES:
+            __import__(f"mongocore.{name}")  # the import sets the package's attribute
+            return sys.modules[f"mongocore.{name}"]
         raise AttributeError(f"module 'mongocore' has no attribute {name!r}")
     __import__(module)  # (importlib itself would cost more than the lookup)
     value = getattr(sys.modules[module], name)
@@ -83,7 +133,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
 __all__ = [
@@ -93,6 +143,8 @@ __all__ = [
     "GEO2D",
     "GEOSPHERE",
     "HASHED",
+    "MAX_SUPPORTED_WIRE_VERSION",
+    "MIN_SUPPORTED_WIRE_VERSION",
     "TEXT",
     "Client",
     "CursorType",
@@ -109,6 +161,8 @@ __all__ = [
     "UpdateOne",
     "WriteConcern",
     "__version__",
+    "get_version_string",
+    "has_c",
     "version",
     "version_tuple",
 ]

@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Union
 
-__all__ = ["DRIVER_NAME", "__version__", "version", "version_tuple"]
+__all__ = [
+    "DRIVER_NAME",
+    "__version__",
+    "get_version_string",
+    "version",
+    "version_tuple",
+]
 
 __version__ = "0.1.0"
 
@@ -21,3 +27,8 @@ version = __version__
 version_tuple: tuple[Union[int, str], ...] = tuple(
     int(part) if part.isdigit() else part for part in __version__.split(".")
 )
+
+
+def get_version_string() -> str:
+    """The version, as pymongo's function of the same name gives its own."""
+    return __version__

@@ -22,7 +22,46 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
+from bson.errors import InvalidDocument
+
 from mongocore.core.address import Address
+
+__all__ = [
+    "AuthenticationError",
+    "AutoReconnect",
+    "BulkWriteError",
+    "ClientBulkWriteException",
+    "CollectionInvalid",
+    "ConfigurationError",
+    "ConnectionFailure",
+    "CursorNotFound",
+    "DocumentTooLarge",
+    "DuplicateKeyError",
+    "EncryptedCollectionError",
+    "EncryptionError",
+    "ExecutionTimeout",
+    "IncompatibleServerError",
+    "InvalidDocument",
+    "InvalidName",
+    "InvalidOperation",
+    "InvalidReadPreference",
+    "InvalidURI",
+    "MongoCoreError",
+    "NetworkError",
+    "NetworkTimeout",
+    "NotPrimaryError",
+    "OperationFailure",
+    "PoolClearedError",
+    "PoolClosedError",
+    "ProtocolError",
+    "PyMongoError",
+    "ServerSelectionError",
+    "ServerSelectionTimeoutError",
+    "WTimeoutError",
+    "WaitQueueTimeoutError",
+    "WriteConcernError",
+    "WriteError",
+]
 
 
 class MongoCoreError(Exception):
@@ -36,6 +75,7 @@ class MongoCoreError(Exception):
     #: applied?"). The message says the same.
     write_may_have_been_applied: Optional[bool] = None
     _write_note: str = ""
+    partial_result: Optional[Mapping[str, Any]]
 
     def __init__(self, message: str, error_labels: Optional[Iterable[str]] = None) -> None:
         super().__init__(message)
@@ -46,7 +86,7 @@ class MongoCoreError(Exception):
         #: BulkWriteError reports with its own ``details``), what the statements
         #: acknowledged before it did, in the shape of BulkWriteError.details;
         #: otherwise None.
-        self.partial_result: Optional[Mapping[str, Any]] = None
+        self.partial_result = None
 
     @property
     def message(self) -> str:
@@ -76,6 +116,17 @@ class MongoCoreError(Exception):
     def remove_error_label(self, label: str) -> None:
         self._error_labels.discard(label)
 
+    # pymongo's private spellings, which code handling pymongo's errors calls.
+    _add_error_label = add_error_label
+    _remove_error_label = remove_error_label
+
+    @property
+    def timeout(self) -> bool:
+        """True when a time limit caused the error (a socket, server selection, wait
+        queue or ``maxTimeMS`` timeout, or a write concern's ``wtimeout``), as pymongo's
+        ``PyMongoError.timeout``."""
+        return False
+
 
 # --- configuration -----------------------------------------------------------
 
@@ -96,6 +147,50 @@ class InvalidOperation(MongoCoreError):
     """An API call that cannot be made in the object's current state: changing a cursor
     after it started, using an ended session or one from another client, reading the
     counts of an unacknowledged write."""
+
+
+class InvalidName(MongoCoreError):
+    """A database or collection name the server would refuse (empty, or with a character
+    such as ``$``, ``.``, a space or NUL where it may not stand)."""
+
+
+class CollectionInvalid(MongoCoreError):
+    """A collection cannot be created or validated as asked: ``create_collection`` of a
+    collection that exists already, or ``validate_collection`` finding it invalid."""
+
+
+class EncryptionError(MongoCoreError):
+    """Encryption or decryption failed; ``cause`` is the error that made it fail.
+
+    mongocore has no client-side field level encryption: this class exists so that
+    code written for pymongo can name it (in ``except`` clauses); mongocore never
+    raises it.
+    """
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self._cause = cause
+
+    @property
+    def cause(self) -> Exception:
+        return self._cause
+
+    @property
+    def timeout(self) -> bool:
+        return isinstance(self._cause, MongoCoreError) and self._cause.timeout
+
+
+class EncryptedCollectionError(EncryptionError):
+    """Creating a collection with ``encrypted_fields`` failed (never raised by mongocore,
+    see :class:`EncryptionError`)."""
+
+    def __init__(self, cause: Exception, encrypted_fields: Mapping[str, Any]) -> None:
+        super().__init__(cause)
+        self._encrypted_fields = encrypted_fields
+
+    @property
+    def encrypted_fields(self) -> Mapping[str, Any]:
+        return self._encrypted_fields
 
 
 # --- talking to servers --------------------------------------------------------
@@ -130,6 +225,10 @@ class NetworkError(AutoReconnect):
 class NetworkTimeout(NetworkError):
     """A socket operation timed out. SDAM treats this apart from other network errors."""
 
+    @property
+    def timeout(self) -> bool:
+        return True
+
 
 class ProtocolError(ConnectionFailure):
     """A server sent bytes that are not a valid reply: the connection is closed."""
@@ -142,9 +241,17 @@ class ServerSelectionError(AutoReconnect):
 class ServerSelectionTimeoutError(ServerSelectionError):
     """No suitable server was found before serverSelectionTimeoutMS elapsed."""
 
+    @property
+    def timeout(self) -> bool:
+        return True
+
 
 class WaitQueueTimeoutError(ConnectionFailure):
     """No connection could be checked out of a pool before waitQueueTimeoutMS elapsed."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
 
 
 class PoolClearedError(ConnectionFailure):
@@ -158,8 +265,10 @@ class IncompatibleServerError(ConfigurationError):
     """A server's wire version range does not overlap the range mongocore speaks."""
 
 
-class DocumentTooLarge(MongoCoreError):
-    """A document or message exceeds a size limit the server announced; nothing was sent."""
+class DocumentTooLarge(MongoCoreError, InvalidDocument):
+    """A document or message exceeds a size limit the server announced; nothing was sent.
+
+    Also bson's ``InvalidDocument``, as pymongo's is."""
 
 
 class PoolClosedError(ConnectionFailure):
@@ -173,6 +282,11 @@ class PoolClosedError(ConnectionFailure):
 class OperationFailure(MongoCoreError):
     """A server answered a command with ``ok: 0``."""
 
+    #: The server's error code, when it sent one.
+    code: Optional[int]
+    #: The server's whole reply (or the write error's document).
+    details: Mapping[str, Any]
+
     def __init__(
         self,
         message: str,
@@ -184,7 +298,11 @@ class OperationFailure(MongoCoreError):
             error_labels = details.get("errorLabels") or ()
         super().__init__(message, error_labels)
         self.code = code
-        self.details: Mapping[str, Any] = details if details is not None else {}
+        self.details = details if details is not None else {}
+
+    @property
+    def timeout(self) -> bool:
+        return self.code == MAX_TIME_MS_EXPIRED
 
     @property
     def code_name(self) -> Optional[str]:
@@ -222,6 +340,10 @@ class WriteConcernError(OperationFailure):
 
 class WTimeoutError(WriteConcernError):
     """The write concern was not satisfied within its ``wtimeout``; the write was applied."""
+
+    @property
+    def timeout(self) -> bool:
+        return True
 
 
 class WriteError(OperationFailure):
@@ -261,6 +383,45 @@ class BulkWriteError(OperationFailure):
                 f"batch op errors occurred: write concern error: {concern_errors[0].get('errmsg')}"
             )
         super().__init__(message, 65, details, labels)
+
+    @property
+    def timeout(self) -> bool:
+        # As pymongo: the last write concern error timed out (its wtimeout, or
+        # MaxTimeMSExpired), or the last write error is MaxTimeMSExpired.
+        concern_errors = self.details.get("writeConcernErrors") or []
+        if concern_errors and (
+            _is_wtimeout(concern_errors[-1])
+            or error_code(concern_errors[-1].get("code")) == MAX_TIME_MS_EXPIRED
+        ):
+            return True
+        write_errors = self.details.get("writeErrors") or []
+        return (
+            bool(write_errors) and error_code(write_errors[-1].get("code")) == MAX_TIME_MS_EXPIRED
+        )
+
+
+class ClientBulkWriteException(OperationFailure):
+    """A client-level bulk write (MongoDB 8.0's ``bulkWrite`` command) failed.
+
+    mongocore has no client-level ``bulk_write``: this class exists so that code
+    written for pymongo can name it; mongocore never raises it.
+    """
+
+    def __init__(self, results: Mapping[str, Any], verbose: bool) -> None:
+        super().__init__("batch op errors occurred", 65, results)
+        self.verbose = verbose
+
+    @property
+    def error(self) -> Any:
+        return self.details.get("error")
+
+    @property
+    def write_concern_errors(self) -> Any:
+        return self.details.get("writeConcernErrors", [])
+
+    @property
+    def write_errors(self) -> Any:
+        return self.details.get("writeErrors", {})
 
 
 class AuthenticationError(OperationFailure):
@@ -303,6 +464,14 @@ def error_code(value: Any) -> Optional[int]:
     return None
 
 
+def _is_wtimeout(error: Mapping[str, Any]) -> bool:
+    """Whether a write concern error document says its ``wtimeout`` expired."""
+    info = error.get("errInfo")
+    return error_code(error.get("code")) == WRITE_CONCERN_FAILED or bool(
+        isinstance(info, Mapping) and info.get("wtimeout")
+    )
+
+
 def write_concern_error_from_reply(reply: Mapping[str, Any]) -> Optional[WriteConcernError]:
     """The WriteConcernError of an ``ok: 1`` reply whose write was applied but whose
     write concern was not satisfied (a WTimeoutError when its wtimeout expired); None
@@ -311,9 +480,7 @@ def write_concern_error_from_reply(reply: Mapping[str, Any]) -> Optional[WriteCo
     if wce is None or not isinstance(wce, Mapping):  # None: the common case, no ABC check
         return None
     code = error_code(wce.get("code"))
-    info = wce.get("errInfo")
-    timed_out = code == WRITE_CONCERN_FAILED or (isinstance(info, Mapping) and info.get("wtimeout"))
-    cls = WTimeoutError if timed_out else WriteConcernError
+    cls = WTimeoutError if _is_wtimeout(wce) else WriteConcernError
     return cls(str(wce.get("errmsg", "write concern error")), code, reply)
 
 

@@ -9,6 +9,8 @@ from mongocore.errors import (
     ConfigurationError,
 )
 
+__all__ = ["DEFAULT_READ_CONCERN", "ReadConcern"]
+
 
 class ReadConcern:
     """A read concern level ("local", "majority", ...); None is the server's default."""
@@ -19,6 +21,12 @@ class ReadConcern:
         if level is not None and not isinstance(level, str):
             raise ConfigurationError(f"the read concern level must be a string, not {level!r}")
         self.level = level
+
+    @property
+    def ok_for_legacy(self) -> bool:
+        """Whether a server too old for read concerns would read the same: only the
+        default and "local" (pymongo's attribute)."""
+        return self.level is None or self.level == "local"
 
     @property
     def document(self) -> Document:
@@ -32,3 +40,7 @@ class ReadConcern:
 
     def __repr__(self) -> str:
         return f"ReadConcern({self.level!r})"
+
+
+#: The server's default read concern (nothing sent).
+DEFAULT_READ_CONCERN = ReadConcern()

@@ -29,6 +29,8 @@ __all__ = [
     "SecondaryPreferred",
     "expand_read_preference_keyword",
     "from_read_preference",
+    "make_read_preference",
+    "read_pref_mode_from_name",
     "read_preference_options",
 ]
 
@@ -239,6 +241,46 @@ _CLASSES: Mapping[Mode, type[_ServerMode]] = {
     Mode.SECONDARY_PREFERRED: SecondaryPreferred,
     Mode.NEAREST: Nearest,
 }
+
+
+#: The modes in pymongo's order: pymongo numbers them 0 (primary) to 4 (nearest).
+_MODES_IN_ORDER = (
+    Mode.PRIMARY,
+    Mode.PRIMARY_PREFERRED,
+    Mode.SECONDARY,
+    Mode.SECONDARY_PREFERRED,
+    Mode.NEAREST,
+)
+
+
+def read_pref_mode_from_name(name: str) -> int:
+    """pymongo's number of a mode given by its name: ``"secondary"`` is 2."""
+    try:
+        return _MODES_IN_ORDER.index(Mode(name))
+    except ValueError:
+        raise ValueError(f"{name!r} is not a read preference mode") from None
+
+
+def make_read_preference(
+    mode: Any, tag_sets: Optional[TagSets], max_staleness: int = -1
+) -> _ServerMode:
+    """The read preference of a mode (pymongo's number, its name or a :class:`Mode`),
+    tag sets and max staleness. Primary takes neither tags nor a max staleness."""
+    if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode < len(_MODES_IN_ORDER):
+        mode = _MODES_IN_ORDER[mode]
+    try:
+        mode = Mode(mode)
+    except ValueError:
+        raise ValueError(f"{mode!r} is not a read preference mode") from None
+    if mode is Mode.PRIMARY:
+        if tag_sets not in (None, [{}]):
+            raise ConfigurationError("Read preference primary cannot be combined with tags")
+        if max_staleness != -1:
+            raise ConfigurationError(
+                "Read preference primary cannot be combined with maxStalenessSeconds"
+            )
+        return Primary()
+    return _CLASSES[mode](tag_sets, max_staleness)
 
 
 def from_read_preference(read_preference: _SelectionReadPreference) -> _ServerMode:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from mongocore.api.types import Document
 from mongocore.core.retry_policy import is_acknowledged
@@ -10,7 +10,15 @@ from mongocore.errors import (
     ConfigurationError,
 )
 
-# --- read and write concern ------------------------------------------------------------
+__all__ = ["DEFAULT_WRITE_CONCERN", "WriteConcern", "validate_boolean"]
+
+
+def validate_boolean(option: str, value: Any) -> bool:
+    """``value`` if it is True or False, else TypeError (pymongo's validator, which
+    libraries call on their own options)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{option} must be True or False, was: {option}={value!r}")
+    return value
 
 
 class WriteConcern:
@@ -70,3 +78,7 @@ class WriteConcern:
 
     def __repr__(self) -> str:
         return "WriteConcern(" + ", ".join(f"{k}={v!r}" for k, v in self._document.items()) + ")"
+
+
+#: The server's default write concern (nothing sent).
+DEFAULT_WRITE_CONCERN = WriteConcern()

@@ -21,6 +21,7 @@ from mongocore.api.client import Client
 from mongocore.api.collection import Collection
 from mongocore.api.operations import DeleteMany, InsertOne, UpdateOne
 from mongocore.core.events import CommandStartedEvent
+from mongocore.errors import InvalidName
 from mongocore.sim import ReplicaSet
 from mongocore.write_concern import WriteConcern
 from tests.integration.sim_client import Recorder, sim_client
@@ -185,7 +186,7 @@ def test_options_reads_list_collections(client: Client, recorder: Recorder) -> N
 
 
 def test_rename_runs_on_admin(coll: Collection, recorder: Recorder) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidName):
         coll.rename("bad$name")
     with pytest.raises(TypeError):
         coll.rename(cast(Any, 5))

@@ -34,6 +34,7 @@ from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     BulkWriteError,
     DocumentTooLarge,
+    InvalidName,
     InvalidOperation,
     OperationFailure,
     WriteError,
@@ -79,9 +80,9 @@ def test_databases_and_collections_are_views(client: Client) -> None:
     secondary = coll.with_options(read_preference=ReadPreference(Mode.SECONDARY))
     assert secondary.read_preference.mode is Mode.SECONDARY
     assert coll.read_preference.mode is Mode.PRIMARY
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidName):
         client["bad.name"]
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidName):
         db["$bad"]
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from mongocore.api.client_session import ClientSession
+from mongocore.api.collection_base import _check_collection_name
 from mongocore.api.collection_indexes import CollectionIndexes
 from mongocore.api.collection_reads import CollectionReads
 from mongocore.api.collection_writes import CollectionWrites
@@ -36,6 +37,7 @@ from mongocore.api.types import Document
 from mongocore.api.watch import CollectionWatch
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.errors import InvalidName
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
@@ -114,15 +116,9 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
         collection of that name. Returns the server's reply."""
         if not isinstance(new_name, str):
             raise TypeError("new_name must be a string")
-        if (
-            not new_name
-            or ".." in new_name
-            or "$" in new_name
-            or "\x00" in new_name
-            or new_name.startswith(".")
-            or new_name.endswith(".")
-        ):
-            raise ValueError(f"invalid collection name {new_name!r}")
+        if "$" in new_name and not new_name.startswith("oplog.$main"):  # not $cmd, as pymongo
+            raise InvalidName(f"collection names must not contain '$': {new_name!r}")
+        _check_collection_name(new_name)
         to = f"{self._database.name}.{new_name}"
         body: Document = {"renameCollection": self.full_name, "to": to, **kwargs}
         return self._admin_command(body, session, comment, database="admin")

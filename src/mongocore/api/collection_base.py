@@ -10,12 +10,27 @@ from mongocore.api.target import _Target
 from mongocore.api.types import Document
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import ReadPreference
+from mongocore.errors import InvalidName
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
     from mongocore.api.collection import Collection
     from mongocore.api.database import Database
+
+
+def _check_collection_name(name: str) -> None:
+    """Raise InvalidName for a collection name the server would refuse, as pymongo does:
+    empty, with "..", starting or ending with ".", with a NUL, or with "$" (but for the
+    server's own ``$cmd`` and ``oplog.$main``)."""
+    if not name or ".." in name:
+        raise InvalidName(f"collection names cannot be empty or contain '..': {name!r}")
+    if "$" in name and not name.startswith(("oplog.$main", "$cmd")):
+        raise InvalidName(f"collection names must not contain '$': {name!r}")
+    if name[0] == "." or name[-1] == ".":
+        raise InvalidName(f"collection names must not start or end with '.': {name!r}")
+    if "\x00" in name:
+        raise InvalidName("collection names must not contain the null character")
 
 
 class CollectionBase(_Target):
@@ -31,8 +46,9 @@ class CollectionBase(_Target):
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> None:
-        if not isinstance(name, str) or not name or "$" in name or "\x00" in name:
-            raise ValueError(f"invalid collection name {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be an instance of str, not {type(name)}")
+        _check_collection_name(name)
         self._database = database
         self._client = database.client
         self._name = name

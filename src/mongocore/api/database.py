@@ -26,6 +26,7 @@ from mongocore.core import codec
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
+    InvalidName,
     InvalidOperation,
     OperationFailure,
 )
@@ -38,7 +39,17 @@ if TYPE_CHECKING:
 
 
 #: Characters a database name cannot contain.
-_INVALID_NAME_CHARACTERS = frozenset(' ./\\"$\x00')
+_INVALID_NAME_CHARACTERS = (" ", ".", "$", "/", "\\", "\x00", '"')
+
+
+def _check_name(name: str) -> None:
+    """Raise InvalidName for a database name the server would refuse (pymongo's
+    ``database._check_name``, which libraries such as MongoEngine call)."""
+    if not name:
+        raise InvalidName("database name cannot be the empty string")
+    for character in _INVALID_NAME_CHARACTERS:
+        if character in name:
+            raise InvalidName(f"database names cannot contain the character {character!r}")
 
 
 class Database(_Target, DatabaseWatch):
@@ -55,8 +66,10 @@ class Database(_Target, DatabaseWatch):
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
     ) -> None:
-        if not isinstance(name, str) or not name or not _INVALID_NAME_CHARACTERS.isdisjoint(name):
-            raise ValueError(f"invalid database name {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be an instance of str, not {type(name)}")
+        if name != "$external":  # the database of external credentials, as in pymongo
+            _check_name(name)
         self._client = client
         self._name = name
         self._set_codec_options(codec_options or client.codec_options)

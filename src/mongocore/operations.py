@@ -1,0 +1,28 @@
+"""Write models and index models, under pymongo's module name (``pymongo.operations``).
+
+The write models live in :mod:`mongocore.api.operations`, ``IndexModel`` in
+:mod:`mongocore.api.index_model`. pymongo's ``SearchIndexModel`` (Atlas Search) is
+not provided (docs/from-pymongo.md).
+"""
+
+from __future__ import annotations
+
+from mongocore.api.index_model import IndexModel
+from mongocore.api.operations import (
+    DeleteMany,
+    DeleteOne,
+    InsertOne,
+    ReplaceOne,
+    UpdateMany,
+    UpdateOne,
+)
+
+__all__ = [
+    "DeleteMany",
+    "DeleteOne",
+    "IndexModel",
+    "InsertOne",
+    "ReplaceOne",
+    "UpdateMany",
+    "UpdateOne",
+]
