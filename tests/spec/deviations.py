@@ -24,10 +24,14 @@ Conditions (see :data:`CONDITIONS`):
 - ``fail_point = [names]``: the test configures that fail point.
 - ``fail_point_label = [labels]``: a fail point the test configures returns one of
   these error labels (its ``data.errorLabels``).
+- ``fail_point_command = [names]``: a failCommand fail point the test configures fails
+  one of these commands (its ``data.failCommands``).
 - ``max_server_version_below = "x.y"``: every runOnRequirement that applies (the
   test's, else the file's) has a maxServerVersion below this version.
 - ``min_server_version_at_least = "x.y"``: every runOnRequirement that applies has a
   minServerVersion of at least this version.
+- ``requires = [fields]``: every runOnRequirement that applies requires one of these
+  (the field is set and not false: ``csfle: true``, or an object).
 - ``uri_option = [names]``: the test's ``uri``, or the ``uriOptions`` of a client
   entity of the file or the test, sets one of these options.
 - ``auth_mechanism = [names]``: the test's uri or credential names this mechanism.
@@ -223,6 +227,17 @@ def _fail_point_label(value: Any, document: Mapping[str, Any], test: Mapping[str
     return False
 
 
+def _fail_point_command(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    for operation in _operations(test):
+        point = (operation.get("arguments") or {}).get("failPoint")
+        if operation.get("object") == "testRunner" and isinstance(point, Mapping):
+            commands = (point.get("data") or {}).get("failCommands") or []
+            if wanted & {str(command) for command in commands}:
+                return True
+    return False
+
+
 def _max_server_version_below(
     value: Any, document: Mapping[str, Any], test: Mapping[str, Any]
 ) -> bool:
@@ -240,6 +255,14 @@ def _min_server_version_at_least(
     return bool(requirements) and all(
         "minServerVersion" in r and _version(r["minServerVersion"]) >= _version(value)
         for r in requirements
+    )
+
+
+def _requires(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = _as_list(value)
+    requirements = _requirements(document, test)
+    return bool(requirements) and all(
+        any(r.get(field) not in (None, False) for field in wanted) for r in requirements
     )
 
 
@@ -292,8 +315,10 @@ CONDITIONS: dict[str, Condition] = {
     "argument": _argument,
     "fail_point": _fail_point,
     "fail_point_label": _fail_point_label,
+    "fail_point_command": _fail_point_command,
     "max_server_version_below": _max_server_version_below,
     "min_server_version_at_least": _min_server_version_at_least,
+    "requires": _requires,
     "uri_option": _uri_option,
     "auth_mechanism": _auth_mechanism,
     "uri_password": _uri_password,

@@ -29,9 +29,16 @@ def _runner_suites() -> set[str]:
     SUITE (the suites an entry with ``suite = "unified"`` covers)."""
     found = set()
     for module in (Path(__file__).parent / "unified").glob("test_*.py"):
-        named = re.search(r'^SUITE = "([^"]+)"$', module.read_text(encoding="utf-8"), re.M)
+        text = module.read_text(encoding="utf-8")
+        named = re.search(r'^SUITE = "([^"]+)"$', text, re.M)
         if named:
             found.add(named.group(1))
+        # A module running several suites names each in a SUITES tuple of constants.
+        listed = re.search(r"^SUITES = \(([^)]*)\)$", text, re.M)
+        for constant in listed.group(1).split(",") if listed else ():
+            value = re.search(rf'^{constant.strip()} = "([^"]+)"$', text, re.M)
+            if value:
+                found.add(value.group(1))
     return found
 
 
@@ -432,3 +439,70 @@ def test_an_entry_for_every_unified_suite_covers_a_folder_it_never_named() -> No
     listed = {"suite": ["sessions/tests"]}
     assert deviations.in_scope(listed, "sessions/tests", unified)
     assert not deviations.in_scope(listed, "crud/tests/unified", unified)
+
+
+def _overload(commands: list[str], mode: Any, code: int = 2) -> dict[str, Any]:
+    point = _fail(commands, errorCode=code, errorLabels=["RetryableError", "SystemOverloadedError"])
+    point["arguments"]["failPoint"]["mode"] = mode
+    return point
+
+
+def test_an_overload_error_is_attempted_once_whatever_the_command() -> None:
+    """Made-up overload tests: a runCommand, a distinct, a write, each retried upstream,
+    is attempted once under the seeds; the other seed rules leave them alone."""
+    started = {"commandStartedEvent": {"commandName": "ping"}}
+    failed = {"commandFailedEvent": {"commandName": "ping"}}
+    succeeded = {"commandSucceededEvent": {"commandName": "ping"}}
+    ping = {
+        "name": "runCommand",
+        "object": "d",
+        "arguments": {"command": {"ping": 1}, "commandName": "ping"},
+    }
+    document, test = _case([_overload(["ping"], {"times": 1}), ping], {"retryWrites": True})
+    test["expectEvents"] = [{"client": "c", "events": [started, failed, started, succeeded]}]
+    assert seed.SHAPES[seed.OVERLOADED_ERRORS_SEED](document, test)
+    changed = seed.transform(seed.OVERLOADED_ERRORS_SEED, document, test)
+    assert changed["expectEvents"][0]["events"] == [started, failed]
+    assert changed["operations"][1]["expectError"]["errorCode"] == 2
+
+    read = {"name": "distinct", "object": "coll", "arguments": {"fieldName": "a", "filter": {}}}
+    document, test = _case([_overload(["distinct"], "alwaysOn"), read], {})
+    assert seed.SHAPES[seed.OVERLOADED_ERRORS_SEED](document, test)
+    assert not seed.SHAPES[seed.READS_SEED](document, test)
+    write = {"name": "insertOne", "object": "coll", "arguments": {"document": {"_id": 1}}}
+    document, test = _case([_overload(["insert"], {"times": 2}), write], {"retryWrites": True})
+    assert not seed.SHAPES[seed.WRITES_SEED_ERRORS](document, test)
+    test["outcome"] = [{"databaseName": "db", "collectionName": "x", "documents": [{"_id": 1}]}]
+    changed = seed.transform(seed.OVERLOADED_ERRORS_SEED, document, test)
+    assert changed["operations"][1][seed.SNAPSHOT_BEFORE_COMMAND] == "insert"
+    assert changed[seed.OUTCOME_FROM_SNAPSHOT] is True
+
+
+def test_an_overload_error_whose_code_a_seed_retries_is_refused() -> None:
+    read = {"name": "find", "object": "coll", "arguments": {"filter": {}}}
+    document, test = _case([_overload(["find"], {"times": 1}, code=91), read], {})
+    assert seed.SHAPES[seed.OVERLOADED_ERRORS_SEED](document, test)
+    with pytest.raises(seed.TransformError, match="the seed retries"):
+        seed.transform(seed.OVERLOADED_ERRORS_SEED, document, test)
+
+
+def test_a_failed_get_more_kills_its_cursor_under_the_seed() -> None:
+    find = {"name": "find", "object": "coll", "arguments": {"filter": {}, "batchSize": 1}}
+    document, test = _case([_overload(["getMore"], {"times": 1}), find], {})
+    document["createEntities"][0]["client"]["observeEvents"] = [
+        "commandStartedEvent",
+        "commandSucceededEvent",
+    ]
+    get_more = {"commandStartedEvent": {"commandName": "getMore"}}
+    test["expectEvents"] = [
+        {
+            "client": "c",
+            "events": [{"commandStartedEvent": {"commandName": "find"}}, get_more, get_more],
+        }
+    ]
+    changed = seed.transform(seed.OVERLOADED_ERRORS_SEED, document, test)
+    assert changed["expectEvents"][0]["events"][1:] == [
+        get_more,
+        {"commandStartedEvent": {"commandName": "killCursors"}},
+        {"commandSucceededEvent": {"commandName": "killCursors"}},
+    ]

@@ -89,7 +89,8 @@ TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "decimal": lambda v: isinstance(v, Decimal128),
     "minKey": lambda v: isinstance(v, MinKey),
     "maxKey": lambda v: isinstance(v, MaxKey),
-    "number": _is_number,
+    # The $type alias "number" is every numeric BSON type, decimal included.
+    "number": lambda v: _is_number(v) or isinstance(v, Decimal128),
 }
 
 

@@ -600,6 +600,10 @@ COMMAND_OF: dict[str, str] = {
     "createFindCursor": "find",
     "modifyCollection": "collMod",
     "createChangeStream": "aggregate",
+    "createIndex": "createIndexes",
+    "createIndexes": "createIndexes",
+    "dropIndex": "dropIndexes",
+    "dropIndexes": "dropIndexes",
 }
 
 

@@ -70,6 +70,28 @@ expected without a txnNumber, and since it used none of its session's numbers, e
 later transaction of that session is expected with a number lower by the writes
 upstream numbered before it. Nothing else changes (no fail point is involved).
 
+``overloaded-errors-seed`` (retryable-reads.rst 1.3.0, "Retryable Error",
+"Unsupported Read Operations" and step 2a; retryable-writes.rst 1.0, "Executing
+Retryable Write Commands" and "Unsupported Write Operations"): a fail point returns an
+error labeled ``SystemOverloadedError`` (a server's backpressure), which the newer
+Client Backpressure spec retries for any command, in a transaction too, up to
+maxAttempts times. The seeds decide by the error's code and the operation: a
+supported read is retried only after the read seed's codes (and never in a
+transaction), a supported write only after a network or "not writable primary" /
+"node is recovering" error, and nothing else is ever retried (getMore, runCommand,
+index and other commands). Each command the fail point fails is therefore attempted
+once: its expected retries (the same command's events right after the first attempt)
+are dropped, and of the client's expected connection checkouts one checkout and
+check-in; a getMore that fails kills its cursor, so its killCursors is expected after
+it where the client observes it. An operation upstream expects to succeed after
+the retries fails with the fail point's code and labels; if it wrote, the write was
+refused (the outcome is the collections when it was sent, or upstream's without the
+refused insert's documents when later operations write or commit). The test's later
+operations run as upstream wrote them (a refused statement of a transaction does not
+end it: the fail point fails the command before the server runs it). An error whose
+code the seed retries is a shape the transformation refuses. The other
+transformations leave such fail points to this one.
+
 Every transformation has a *shape* in :data:`SHAPES`, the predicate that the
 ``seed_shape`` condition of ``specs/deviations.toml`` evaluates: it selects every test
 the transformation may change, by what the test does (its fail points, operations and
@@ -122,6 +144,10 @@ READ_COMMANDS = frozenset(
 #: retryable-writes.rst 1.0, "Supported Write Operations": the commands they send.
 WRITE_COMMANDS = frozenset({"insert", "update", "delete", "findAndModify"})
 
+#: The label of a server's overload error (the Client Backpressure spec's).
+SYSTEM_OVERLOADED_ERROR = "SystemOverloadedError"
+OVERLOADED_ERRORS_SEED = "overloaded-errors-seed"
+
 READS_SEED = "retryable-reads-seed"
 WRITES_SEED_ERRORS = "retryable-writes-seed-errors"
 WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS = "retryable-writes-default-off-beside-transactions"
@@ -144,6 +170,7 @@ def transform(name: str, document: Mapping[str, Any], test: Mapping[str, Any]) -
         WRITES_DEFAULT_OFF: _writes_default_off,
         WRITES_SEED_ERRORS: _writes_seed_errors,
         WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions,
+        OVERLOADED_ERRORS_SEED: _overloaded_errors_seed,
     }
     if name not in transformations:
         raise TransformError(
@@ -218,8 +245,10 @@ def _targets(test: Test) -> list[tuple[_FailPoint, int, str]]:
     found: list[tuple[_FailPoint, int, str]] = []
     operations = test["operations"]
     for index, operation in enumerate(operations):
-        if fail_point_name(operation) != "failCommand":
-            continue  # not a fail point, or one that fails no command (getMore's check-out)
+        if fail_point_name(operation) != "failCommand" or _overloaded(operation):
+            # Not a fail point, one that fails no command (getMore's check-out), or an
+            # overload error (overloaded-errors-seed's).
+            continue
         point = _FailPoint(index, operation["arguments"])
         for later in range(index + 1, len(operations)):
             candidate = operations[later]
@@ -258,7 +287,7 @@ def _fail_commands(test: Mapping[str, Any]) -> list[tuple[int, set[str]]]:
     """(index, failCommands) of each failCommand fail point, whatever its mode."""
     found = []
     for index, operation in enumerate(test.get("operations", [])):
-        if fail_point_name(operation) == "failCommand":
+        if fail_point_name(operation) == "failCommand" and not _overloaded(operation):
             data = operation["arguments"]["failPoint"].get("data") or {}
             found.append((index, set(data.get("failCommands", []))))
     return found
@@ -400,6 +429,8 @@ def _writes_default_off(document: Mapping[str, Any], test: Test) -> None:
                     and isinstance(command, MutableMapping)
                     and "txnNumber" in command
                     and command["txnNumber"] != {"$$exists": False}
+                    # A transaction's commands take its txnNumber whatever retryWrites says.
+                    and command.get("autocommit") is not False
                 ):
                     command["txnNumber"] = {"$$exists": False}
     if any(fail_point_name(o) == TRANSACTIONAL_WRITE_FAIL_POINT for o in test["operations"]):
@@ -427,7 +458,7 @@ def _handshake_failures_default_off(
     an operation that sends one of its own failCommands uses one of them."""
     operations = test["operations"]
     for index, operation in enumerate(operations):
-        if fail_point_name(operation) != "failCommand":
+        if fail_point_name(operation) != "failCommand" or _overloaded(operation):
             continue
         point = _FailPoint(index, operation["arguments"])
         if not point.commands & HANDSHAKE_COMMANDS:
@@ -623,6 +654,14 @@ def fail_point_name(operation: Mapping[str, Any]) -> Optional[str]:
     return str(operation["arguments"]["failPoint"].get("configureFailPoint"))
 
 
+def _overloaded(operation: Mapping[str, Any]) -> bool:
+    """Is this a failCommand fail point returning the SystemOverloadedError label?"""
+    if fail_point_name(operation) != "failCommand":
+        return False
+    data = operation["arguments"]["failPoint"].get("data") or {}
+    return SYSTEM_OVERLOADED_ERROR in (data.get("errorLabels") or [])
+
+
 def _transactional_writes_default_off(entities: _Entities, test: Test) -> None:
     """``onPrimaryTransactionalWrite`` under the seed: without a txnNumber no write is a
     retryable write, so the fail point never acts and every write succeeds at once."""
@@ -784,11 +823,218 @@ def _writes_default_off_beside_transactions(document: Mapping[str, Any], test: T
         command["txnNumber"] = type(number)(int(number) - lower)
 
 
+# --- overload errors (client backpressure) -------------------------------------------
+
+#: Commands that return a cursor whose later batches a getMore fetches.
+CURSOR_COMMANDS = frozenset({"find", "aggregate", "listCollections", "listIndexes"})
+
+
+def _sends(operation: Mapping[str, Any], command: str) -> bool:
+    """Does the operation send ``command`` (a getMore: if it reads a cursor)?"""
+    sent = set(commands_of(operation))
+    return command in sent or (command == "getMore" and bool(sent & CURSOR_COMMANDS))
+
+
+def _overload_targets(test: Mapping[str, Any]) -> list[tuple[int, int, str]]:
+    """(fail point index, index of the first later entity operation sending a command it
+    fails, that command) for each overload fail point."""
+    found = []
+    operations = test.get("operations", [])
+    for index, operation in enumerate(operations):
+        if not _overloaded(operation):
+            continue
+        data = operation["arguments"]["failPoint"].get("data") or {}
+        failed = [str(c) for c in data.get("failCommands", [])]
+        for later in range(index + 1, len(operations)):
+            candidate = operations[later]
+            if candidate.get("object") == "testRunner":
+                continue
+            sent = [c for c in failed if _sends(candidate, c)]
+            if sent:
+                found.append((index, later, sent[0]))
+                break
+    return found
+
+
+def _overloaded_shape(document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    """A failCommand fail point returning SystemOverloadedError fails a command a later
+    operation sends."""
+    return bool(_overload_targets(test))
+
+
+def _in_transaction(test: Mapping[str, Any], index: int) -> bool:
+    """Does operation ``index`` run on a session with a transaction in progress?"""
+    operations = test["operations"]
+    session = (operations[index].get("arguments") or {}).get("session")
+    if session is None:
+        return False
+    open_ = False
+    for operation in operations[:index]:
+        if operation.get("object") != session:
+            continue
+        if operation["name"] == "startTransaction":
+            open_ = True
+        elif operation["name"] in ("commitTransaction", "abortTransaction"):
+            open_ = False
+    return open_
+
+
+def _seed_retries(
+    entities: _Entities, test: Mapping[str, Any], index: int, command: str, code: int
+) -> bool:
+    """Would the seeds retry this error of ``command`` at all?"""
+    if _in_transaction(test, index):
+        return False  # retryable-reads 2a; the write seed's retries have a txnNumber of their own
+    client = entities.client_of(test["operations"][index]["object"])
+    options = entities.uri_options[client]
+    if command in READ_COMMANDS:
+        return _read_retry_enabled(options) and code in SEED_RETRYABLE_READ_CODES
+    if command in WRITE_COMMANDS:
+        return _retry_writes_on(options) and code in SEED_STATE_CHANGE_CODES
+    return False  # getMore, runCommand and every other command: never retried
+
+
+def _overloaded_errors_seed(document: Mapping[str, Any], test: Test) -> None:
+    entities = _Entities(document, test)
+    operations = test["operations"]
+    for point_index, index, command in _overload_targets(test):
+        data = operations[point_index]["arguments"]["failPoint"].get("data") or {}
+        if "errorCode" not in data or data.get("closeConnection"):
+            raise TransformError(f"an overload fail point without an error code: {dict(data)!r}")
+        code = int(data["errorCode"])
+        operation = operations[index]
+        client = entities.client_of(operation["object"])
+        if _seed_retries(entities, test, index, command, code):
+            raise TransformError(f"the seed retries error {code} of {command}")
+        earlier = [
+            o
+            for o in operations[:index]
+            if o.get("object") != "testRunner"
+            and entities.owner.get(o["object"]) == client
+            and _sends(o, command)
+        ]
+        if command == "getMore" and earlier:
+            raise TransformError("an earlier operation may have sent a getMore too")
+        for expected in test.get("expectEvents", []):
+            if expected["client"] != client:
+                continue
+            kind = expected.get("eventType", "command")
+            if kind == "command":
+                events = expected["events"]
+                _one_attempt(events, command, len(earlier), _observed_commands(document, client))
+                later = [
+                    o
+                    for o in operations[index + 1 :]
+                    if o.get("object") != "testRunner"
+                    and entities.owner.get(o["object"]) == client
+                    and _sends(o, command)
+                ]
+                started = [
+                    e for e in events if _event_command(e) == ("commandStartedEvent", command)
+                ]
+                if later and len(started) < len(earlier) + 1 + len(later):
+                    raise TransformError(f"a later operation's {command} was taken for a retry")
+            elif kind == "cmap":
+                _one_checkout(expected["events"])
+        if "expectError" in operation:
+            continue  # upstream's operation fails too, with the error its last attempt had
+        operation.pop("expectResult", None)
+        operation["expectError"] = {
+            "isError": True,
+            "isClientError": False,
+            "errorCode": code,
+            "errorLabelsContain": list(data.get("errorLabels") or []),
+        }
+        if command in WRITE_COMMANDS or command in ("createIndexes", "dropIndexes"):
+            _refused(test, operation, index, command)
+
+
+def _one_attempt(
+    events: list[Any],
+    command: str,
+    nth: int,
+    observed: Optional[tuple[set[str], set[str]]],
+) -> None:
+    """Keep the first attempt of the ``nth`` operation's ``command`` (its started event and
+    reply event) and drop the retries after it."""
+    positions = [
+        i for i, e in enumerate(events) if _event_command(e) == ("commandStartedEvent", command)
+    ]
+    if len(positions) <= nth:
+        raise TransformError(f"fewer expected {command} commands than operations sending it")
+    first = positions[nth]
+    end = first + 1
+    if (
+        end < len(events)
+        and _event_command(events[end])[1] == command
+        and _event_command(events[end])[0] != "commandStartedEvent"
+    ):
+        end += 1  # the first attempt's reply event
+    retries = end
+    while retries < len(events) and _event_command(events[retries])[1] == command:
+        retries += 1
+    del events[end:retries]
+    if command != "getMore" or (
+        end < len(events) and _event_command(events[end])[1] == "killCursors"
+    ):
+        return
+    # The cursor whose getMore failed is killed (a server error that leaves it open).
+    if observed is None:
+        return
+    names, ignored = observed
+    if "killCursors" in ignored:
+        return
+    kill = [
+        {name: {"commandName": "killCursors"}}
+        for name in ("commandStartedEvent", "commandSucceededEvent")
+        if name in names
+    ]
+    events[end:end] = kill
+
+
+def _observed_commands(
+    document: Mapping[str, Any], client: str
+) -> Optional[tuple[set[str], set[str]]]:
+    """The command event names a client entity observes and the commands it ignores."""
+    for definition in document.get("createEntities", []):
+        kind, spec = next(iter(definition.items()))
+        if kind == "client" and spec.get("id") == client:
+            return set(spec.get("observeEvents") or []), set(
+                spec.get("ignoreCommandMonitoringEvents") or []
+            )
+    return None
+
+
+def _one_checkout(events: list[Any]) -> None:
+    """Of the repeated checkout and check-in pairs of each attempt, one pair."""
+    pair = [{"connectionCheckedOutEvent": {}}, {"connectionCheckedInEvent": {}}]
+    if len(events) % 2 or any(events[i : i + 2] != pair for i in range(0, len(events), 2)):
+        raise TransformError(f"the expected cmap events are not a checkout per attempt: {events}")
+    del events[2:]
+
+
+def _refused(test: Test, operation: MutableMapping[str, Any], index: int, command: str) -> None:
+    """A write the fail point refused changes nothing."""
+    operation[SNAPSHOT_BEFORE_COMMAND] = command
+    if not test.get("outcome"):
+        return
+    later = test["operations"][index + 1 :]
+    if any(
+        WRITE_COMMANDS & set(commands_of(o)) or o.get("name") == "commitTransaction"
+        for o in later
+        if o.get("object") != "testRunner"
+    ):
+        _without_refused_insert(test, operation)
+    else:
+        test[OUTCOME_FROM_SNAPSHOT] = True
+
+
 SHAPES.update(
     {
         READS_SEED: _reads_shape,
         WRITES_DEFAULT_OFF: _writes_default_off_shape,
         WRITES_SEED_ERRORS: _writes_seed_errors_shape,
         WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions_shape,
+        OVERLOADED_ERRORS_SEED: _overloaded_shape,
     }
 )
