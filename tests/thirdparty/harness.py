@@ -1,7 +1,7 @@
 """Run a third-party library's own test suite against a simulated deployment on
 localhost:27017, the way its CI runs it against a real mongod.
 
-    python tests/thirdparty/harness.py --suite DIR --report FILE [--driver pymongo|mongocore]
+    python tests/thirdparty/harness.py --suite DIR --report FILE [--driver pymongo|mongocore|port]
                                        [--replset NAME] [--isolation auto|namespace|port]
                                        [--summary FILE] [-- PYTEST_ARGS...]
     python tests/thirdparty/harness.py --probe   # exit 0 if a private namespace can be had
@@ -21,7 +21,9 @@ inject/ (beside this file) on its path: ``mongocore_suite_report`` writes each t
 outcome, and for a failure what it asked of the server, to the ``--report`` file (JSON
 lines). With ``--driver mongocore``, ``mongocore_as_pymongo`` is loaded first, before
 anything imports pymongo: it calls ``mongocore.install_as_pymongo()``, so the
-library's unmodified ``import pymongo`` gets mongocore. The deployment lives in this
+library's unmodified ``import pymongo`` gets mongocore. With ``--driver port``, DIR is
+an import-only port (tests/thirdparty/port.py) and ``mongocore_no_pymongo`` is loaded
+first: code under DIR that imports pymongo fails. The deployment lives in this
 process, which imports pymongo's bson and the simulator; the child is clean.
 
 This file is run as a script, by path: it imports nothing from the project's tests.
@@ -108,13 +110,16 @@ def take_port(isolation: str) -> str:
     sys.exit(NO_PORT)
 
 
-def child_environment(report: Path) -> dict[str, str]:
+def child_environment(report: Path, driver: str, suite: Path) -> dict[str, str]:
     # Not this run's PYTEST_ADDOPTS (CI's --junitxml), nor its PYTHONPATH.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     env["PYTHONPATH"] = str(INJECT)
     # The library's folder is read-only in CI and shared with others: no __pycache__.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["MONGOCORE_SUITE_REPORT"] = str(report)
+    env["MONGOCORE_SUITE_DRIVER"] = driver
+    if driver == "port":
+        env["MONGOCORE_PORT_ROOT"] = str(suite.resolve())
     return env
 
 
@@ -122,7 +127,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--suite", required=True, type=Path, help="the library's checkout")
     parser.add_argument("--report", required=True, type=Path, help="the outcomes (JSON lines)")
-    parser.add_argument("--driver", choices=["pymongo", "mongocore"], default="pymongo")
+    parser.add_argument("--driver", choices=["pymongo", "mongocore", "port"], default="pymongo")
     parser.add_argument("--replset", default="mongoengine", help="the replica set's name")
     parser.add_argument("--isolation", choices=["auto", "namespace", "port"], default="auto")
     parser.add_argument("--summary", type=Path, help="where to write how the run went (JSON)")
@@ -147,10 +152,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         command.append("--continue-on-collection-errors")
         if args.driver == "mongocore":
             command += ["-p", "mongocore_as_pymongo"]
+        elif args.driver == "port":
+            command += ["-p", "mongocore_no_pymongo"]
         command += ["-p", "mongocore_suite_report", *args.pytest_args]
         report = args.report.resolve()
         report.write_text("")
-        code = subprocess.call(command, cwd=args.suite, env=child_environment(report))
+        env = child_environment(report, args.driver, args.suite)
+        code = subprocess.call(command, cwd=args.suite, env=env)
     if args.summary is not None:
         args.summary.write_text(
             json.dumps(

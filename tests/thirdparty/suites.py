@@ -4,12 +4,13 @@ namespace of its own), and the comparison of two drivers' outcomes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -75,10 +76,11 @@ class Run:
 
 
 def run_suites(
-    suite: Path, drivers: Sequence[str], workdir: Path, *, pytest_args: Sequence[str] = ("tests",)
+    suites: Mapping[str, Path], workdir: Path, *, pytest_args: Sequence[str] = ("tests",)
 ) -> dict[str, Run]:
-    """Run the suite once per driver: all at once when namespaces can be had (each run
-    has its own port 27017), else one after the other on the machine's port."""
+    """Run each suite (by driver: pymongo, mongocore, port) with its driver: all at once
+    when namespaces can be had (each run has its own port 27017), else one after the
+    other on the machine's port."""
     parallel = namespace_refusal() is None
     isolation = "namespace" if parallel else "port"
     started: dict[str, tuple[subprocess.Popen[bytes], float, Path, Path]] = {}
@@ -86,8 +88,10 @@ def run_suites(
 
     def launch(driver: str) -> None:
         report, log = workdir / f"{driver}.jsonl", workdir / f"{driver}.log"
+        suite = suites[driver]
         command = [sys.executable, str(HARNESS), "--suite", str(suite), "--report", str(report)]
-        command += ["--driver", driver, "--isolation", isolation, "--", *pytest_args]
+        command += ["--driver", driver, "--isolation", isolation]
+        command += ["--summary", str(workdir / f"{driver}.json"), "--", *pytest_args]
         with log.open("wb") as out:
             process = subprocess.Popen(
                 command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
@@ -102,11 +106,17 @@ def run_suites(
             process.kill()
             process.wait()
             status = -9
-        seconds = time.monotonic() - start
+        # The harness's own figure: this wait may begin after the run has ended.
+        summary = workdir / f"{driver}.json"
+        seconds = (
+            json.loads(summary.read_text())["seconds"]
+            if summary.exists()
+            else time.monotonic() - start
+        )
         outcomes = read_outcomes(report) if report.exists() else []
         runs[driver] = Run(driver, outcomes, status, seconds, log.read_text(errors="replace"))
 
-    for driver in drivers:
+    for driver in suites:
         launch(driver)
         if not parallel:
             finish(driver)

@@ -4,15 +4,21 @@ and the harness's port check."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.thirdparty import gap_rules, harness
 from tests.thirdparty.gap_rules import Outcome, RuleError, classify, parse_rules
+from tests.thirdparty.harness import INJECT
+from tests.thirdparty.port import port_source
 from tests.thirdparty.suites import Run, lost
-from tests.thirdparty.test_mongoengine import RULES, mongocore_only_report, port_source
+from tests.thirdparty.test_mongoengine import RULES, mongocore_only_report
 
 
 def _error(command: str, code: int, operators: tuple[str, ...] = (), **more: Any) -> dict[str, Any]:
@@ -124,6 +130,7 @@ def test_the_mongoengine_rules_parse() -> None:
     for driver in ("mongocore", "port"):
         assert isinstance(document["driver"][driver]["required"], bool)
         assert document["driver"][driver]["reason"].strip()
+    assert isinstance(document["driver"]["port"]["suite_required"], bool)
 
 
 def _run(driver: str, **outcomes: str) -> Run:
@@ -185,3 +192,27 @@ def test_the_harness_sees_a_port_in_use() -> None:
         port = s.getsockname()[1]
         assert "127.0.0.1" in (harness.port_in_use(port) or "")
     assert harness.port_in_use(port) is None
+
+
+def test_the_port_cannot_reach_pymongo(tmp_path: Path) -> None:
+    port, other = tmp_path / "port", tmp_path / "other"
+    port.mkdir()
+    other.mkdir()
+    (port / "missed.py").write_text("import pymongo.errors\n")
+    (port / "ported.py").write_text("import bson\nimport other_library\n")
+    (other / "other_library.py").write_text("import pymongo\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(PYTHONPATH=os.pathsep.join(map(str, (port, other, INJECT))))
+    env.update(MONGOCORE_PORT_ROOT=str(port), PYTHONDONTWRITEBYTECODE="1")
+
+    def run(module: str) -> subprocess.CompletedProcess[str]:
+        code = f"import mongocore_no_pymongo, {module}"
+        return subprocess.run(
+            [sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env
+        )
+
+    missed = run("missed")
+    assert missed.returncode == 1
+    assert "missed.py imports pymongo: the import-only port must not use pymongo" in missed.stderr
+    # bson stays, and a library outside the port may use pymongo.
+    assert run("ported").returncode == 0

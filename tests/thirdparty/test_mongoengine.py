@@ -13,9 +13,12 @@ It runs three ways:
   pymongo must pass. Until ``[driver.mongocore] required = true`` in the rules file,
   this is a measurement, reported as a MeasurementWarning and in the terminal
   summary, never as a pass;
-- the import-only port (test_import_only_port): a copy of MongoEngine's package, in a
-  temporary folder, with every pymongo and gridfs import line rewritten to mongocore,
-  must import every module with pymongo itself out of reach.
+- the import-only port (tests/thirdparty/port.py): a copy of MongoEngine (package and
+  tests), in a temporary folder, with every pymongo and gridfs import line rewritten to
+  mongocore; pymongo is out of the port's reach. test_import_only_port imports every
+  module of its package; test_mongoengine_suite runs its suite too. Both are
+  measurements until ``[driver.port] required`` (the imports) and ``suite_required``
+  (every test that passes with pymongo passes) are true.
 
 docs/odm.md describes the three and records their counts.
 """
@@ -25,7 +28,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import warnings
@@ -39,6 +41,8 @@ import mongocore
 from tests.spec import specdata
 from tests.thirdparty import gap_rules
 from tests.thirdparty.gap_rules import Outcome
+from tests.thirdparty.harness import INJECT
+from tests.thirdparty.port import make_port
 from tests.thirdparty.suites import Run, check_ran, lost, run_suites, thirdparty_dir
 
 RULES = gap_rules.SPECS / "mongoengine.toml"
@@ -109,14 +113,42 @@ def mongocore_only_report(losses: list[tuple[str, Optional[Outcome]]]) -> list[s
     return lines
 
 
+def _compare(
+    label: str, reference: Run, run: Run, required: bool, switch: str
+) -> tuple[list[str], list[str]]:
+    """The report lines and the problems of a mongocore run against pymongo's."""
+    losses = lost(reference, run)
+    state = "asserted" if required else "MEASURED, NOT ASSERTED"
+    report = [
+        f"MongoEngine with mongocore ({label}), {state}: {_counts(run)}; "
+        f"{len(losses)} tests pass with pymongo and not with mongocore",
+        *mongocore_only_report(losses),
+    ]
+    problems = []
+    if required and losses:
+        problems.append(f"{len(losses)} tests pass with pymongo and fail with mongocore ({label}):")
+        problems += mongocore_only_report(losses)
+    if not required and not losses:
+        problems.append(
+            f"every test that passes with pymongo passes with mongocore ({label}): {switch} "
+            "can be required = true"
+        )
+    return report, problems
+
+
 def test_mongoengine_suite(tmp_path: Path, record_property: Any) -> None:
-    """MongoEngine's suite with pymongo (asserted by rule) and with mongocore."""
+    """MongoEngine's suite with pymongo (asserted by rule) and with mongocore, both ways."""
     suite = _mongoengine()
     document, rules = gap_rules.load_rules(RULES)
-    on_mongocore = document["driver"]["mongocore"]
+    settings = document["driver"]
     installable = hasattr(mongocore, "install_as_pymongo")
-    drivers = ["pymongo", "mongocore"] if installable else ["pymongo"]
-    runs = run_suites(suite, drivers, tmp_path)
+    suites = {"pymongo": suite}
+    if installable:
+        suites["mongocore"] = suite
+    port = make_port(suite, tmp_path / "port" / "mongoengine")
+    assert not port.leftovers, f"import lines the port missed: {port.leftovers}"
+    suites["port"] = port.root
+    runs = run_suites(suites, tmp_path)
     problems = [p for run in runs.values() for p in check_ran(run)]
     assert not problems, "\n".join(problems)
 
@@ -126,86 +158,59 @@ def test_mongoengine_suite(tmp_path: Path, record_property: Any) -> None:
     report = [f"MongoEngine with pymongo on the simulator: {_counts(pymongo_run, by_rule)}"]
     for rule, tests in classified.by_rule.items():
         report.append(f"  {len(tests):4}  {rule.name}")
+    problems = classified.problems()
 
-    losses: list[tuple[str, Optional[Outcome]]] = []
+    measured = []
     if installable:
-        mongocore_run = runs["mongocore"]
-        losses = lost(pymongo_run, mongocore_run)
-        label = "asserted" if on_mongocore["required"] else "MEASURED, NOT ASSERTED"
-        measured = (
-            f"MongoEngine with mongocore (install_as_pymongo), {label}: {_counts(mongocore_run)};"
-            f" {len(losses)} tests pass with pymongo and not with mongocore"
+        required = settings["mongocore"]["required"]
+        lines, found = _compare(
+            "install_as_pymongo", pymongo_run, runs["mongocore"], required, "[driver.mongocore]"
         )
-        report += [measured, *mongocore_only_report(losses)]
+        report += lines
+        problems += found
+        if not required:
+            measured.append((settings["mongocore"]["reason"], lines[0]))
     else:
-        measured = (
+        line = (
             "MongoEngine with mongocore (install_as_pymongo): not run, mongocore has no "
             "install_as_pymongo() yet"
         )
-        report.append(measured)
+        report.append(line)
+        measured.append((settings["mongocore"]["reason"], line))
+    required = settings["port"]["suite_required"]
+    lines, found = _compare(
+        "import-only port", pymongo_run, runs["port"], required, "[driver.port] suite_required"
+    )
+    report += lines
+    problems += found
+    if not required:
+        measured.append((settings["port"]["reason"], lines[0]))
     record_property("thirdparty_report", "\n".join(report))
 
-    problems = classified.problems()
-    if installable and on_mongocore["required"] and losses:
-        problems.append(f"{len(losses)} tests pass with pymongo and fail with mongocore:")
-        problems += mongocore_only_report(losses)
-    if installable and not on_mongocore["required"] and not losses:
-        problems.append(
-            "every test that passes with pymongo passes with mongocore: [driver.mongocore] "
-            "can be required = true"
-        )
     assert not problems, "\n".join(["specs/thirdparty/mongoengine.toml:", *problems])
-    if not (installable and on_mongocore["required"]):
-        reason = " ".join(on_mongocore["reason"].split())
-        warnings.warn(MeasurementWarning(f"{reason}. {measured}"), stacklevel=1)
+    for reason, line in measured:
+        warnings.warn(MeasurementWarning(f"{' '.join(reason.split())}. {line}"), stacklevel=1)
 
 
 # -- the import-only port ---------------------------------------------------------------
 
-_FROM = re.compile(r"^(\s*)from (pymongo|gridfs)((?:\.\w+)*) import ", re.MULTILINE)
-_IMPORT = re.compile(r"^(\s*)import (pymongo|gridfs)((?:\.\w+)*)\s*$", re.MULTILINE)
-
-
-def port_source(source: str) -> str:
-    """Rewrite a module's pymongo and gridfs import lines to mongocore's, keeping the
-    names the module binds (``import pymongo`` binds ``pymongo``) and its line numbers."""
-
-    def target(package: str, submodules: str) -> str:
-        return ("mongocore" if package == "pymongo" else "mongocore.gridfs") + submodules
-
-    def from_line(match: re.Match[str]) -> str:
-        indent, package, submodules = match.groups()
-        return f"{indent}from {target(package, submodules)} import "
-
-    def import_line(match: re.Match[str]) -> str:
-        indent, package, submodules = match.groups()
-        if not submodules:
-            return f"{indent}import {target(package, '')} as {package}"
-        # "import pymongo.errors" binds pymongo, with pymongo.errors loaded.
-        loaded, bound = target(package, submodules), target(package, "")
-        return f"{indent}import {loaded}; import {bound} as {package}"
-
-    return _IMPORT.sub(import_line, _FROM.sub(from_line, source))
-
-
-#: Run in a child: pymongo's driver out of reach (its bson stays), every module of the
-#: ported package imported, one JSON line per module.
+#: Run in a child, in the port's folder: every module of the ported package imported,
+#: with pymongo's driver out of reach of the port (mongocore_no_pymongo), one JSON line
+#: per module. The names come from the files, not from the package: its __init__ may be
+#: what fails to import. Each import starts with none of the package's modules loaded,
+#: as in a program of its own: a module a failed import of the package left behind in
+#: sys.modules would otherwise "import".
 _IMPORT_EVERY_MODULE = r"""
 import importlib, json, pathlib, sys
+import mongocore_no_pymongo
 
-class NoPymongo:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("pymongo", "gridfs"):
-            raise ImportError(f"the port imported {name}: pymongo's driver is out of reach here")
-        return None
-
-sys.meta_path.insert(0, NoPymongo())
-# From the files, not from the package: its __init__ may be what fails to import.
 names = sorted(
     ".".join(p.with_suffix("").parts[:-1] if p.name == "__init__.py" else p.with_suffix("").parts)
     for p in pathlib.Path("mongoengine").rglob("*.py")
 )
 for name in names:
+    for loaded in [m for m in sys.modules if m == "mongoengine" or m.startswith("mongoengine.")]:
+        del sys.modules[loaded]
     try:
         importlib.import_module(name)
         print(json.dumps({"module": name, "error": None}))
@@ -218,53 +223,40 @@ def test_import_only_port(tmp_path: Path) -> None:
     """MongoEngine's package, its import lines rewritten, imports on mongocore alone."""
     suite = _mongoengine()
     document, _ = gap_rules.load_rules(RULES)
-    port = document["driver"]["port"]
-    copy = tmp_path / "port" / "mongoengine"
-    shutil.copytree(suite / "mongoengine", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    sources = sorted(copy.rglob("*.py"))
-    rewritten = 0
-    for path in sources:
-        text = path.read_text()
-        ported = port_source(text)
-        rewritten += ported != text
-        path.write_text(ported)
-    leftover = [
-        f"{p.relative_to(copy.parent)}:{n}: {line.strip()}"
-        for p in sources
-        for n, line in enumerate(p.read_text().splitlines(), 1)
-        if re.match(r"\s*(import|from)\s+(pymongo|gridfs)\b", line)
-    ]
-    assert not leftover, f"import lines the port missed: {leftover}"
+    port_rules = document["driver"]["port"]
+    port = make_port(suite, tmp_path / "mongoengine")
+    assert not port.leftovers, f"import lines the port missed: {port.leftovers}"
+    package = [p for p in port.files if p.relative_to(port.root).parts[0] == "mongoengine"]
+    rewritten = [p for p in port.rewritten if p in package]
     assert rewritten, "the port rewrote no module: MongoEngine imports pymongo in several"
 
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    env.update(PYTHONPATH=os.pathsep.join([str(port.root), str(INJECT)]))
+    env.update(MONGOCORE_PORT_ROOT=str(port.root), PYTHONDONTWRITEBYTECODE="1")
     child = subprocess.run(
         [sys.executable, "-c", _IMPORT_EVERY_MODULE],
         check=False,
-        cwd=copy.parent,
+        cwd=port.root,
         capture_output=True,
         text=True,
         timeout=300,
-        env={**_env_without_pythonpath(), "PYTHONPATH": str(copy.parent)},
+        env=env,
     )
     results = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
     assert results, f"the import check printed nothing:\n{child.stderr[-3000:]}"
     failed = {r["module"]: r["error"] for r in results if r["error"]}
     summary = (
         f"import-only port of MongoEngine: {len(results) - len(failed)} of {len(results)} "
-        f"modules import ({rewritten} of {len(sources)} files rewritten)"
+        f"modules import ({len(rewritten)} of {len(package)} files rewritten)"
     )
-    first_errors = sorted({e for e in failed.values()})[:8]
-    if port["required"]:
+    first_errors = sorted(set(failed.values()))[:8]
+    if port_rules["required"]:
         assert not failed, summary + "\n" + "\n".join(f"  {m}: {e}" for m, e in failed.items())
     elif failed:
-        reason = " ".join(port["reason"].split())
+        reason = " ".join(port_rules["reason"].split())
         pytest.skip(f"{reason}. {summary}; errors: {first_errors}")
     else:
         pytest.fail(
             f"{summary}: every module imports, so specs/thirdparty/mongoengine.toml's "
             "[driver.port] can be required = true"
         )
-
-
-def _env_without_pythonpath() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}

@@ -13,7 +13,8 @@ exception's line), ``text`` (the whole report of a failure or the reason of a sk
 facts (the server's error code, the command, an operator, the failure's text) rather
 than by test ids. The command listener is registered through ``pymongo.monitoring``,
 which under ``install_as_pymongo()`` is mongocore's: ``mongocore_as_pymongo`` is named
-first on the command line, so it has run before this module imports pymongo.
+first on the command line, so it has run before this module imports pymongo. In an
+import-only port (``MONGOCORE_SUITE_DRIVER=port``) it is ``mongocore.monitoring``.
 """
 
 from __future__ import annotations
@@ -121,7 +122,10 @@ _REPORTS: dict[str, list[pytest.TestReport]] = {}
 
 def pytest_configure(config: pytest.Config) -> None:
     # Not at the top: under install_as_pymongo, mongocore_as_pymongo must have run first.
-    from pymongo import monitoring  # noqa: PLC0415
+    if os.environ.get("MONGOCORE_SUITE_DRIVER") == "port":
+        from mongocore import monitoring  # noqa: PLC0415
+    else:
+        from pymongo import monitoring  # type: ignore[no-redef,unused-ignore]  # noqa: PLC0415
 
     class Listener(monitoring.CommandListener):  # type: ignore[misc,unused-ignore]
         def started(self, event: Any) -> None:
