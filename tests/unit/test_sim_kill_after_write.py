@@ -86,3 +86,41 @@ def test_a_plain_write_kills_it_too_and_a_down_member_cannot_be_armed(rs: Replic
         assert rs.store.client["db"]["c"].count_documents({"_id": 7}) == 1
     with pytest.raises(RuntimeError, match="down"):
         rs.kill_after_write(primary)
+
+
+def test_a_commit_kills_it_after_applying_the_transaction(rs: ReplicaSet) -> None:
+    """The primary dies after applying a commit: the transaction's writes are in the
+    set's data, the reply is lost, and the retried commit on the next primary succeeds."""
+    old = rs.wait_for_primary()
+    lsid = {"id": ObjectId().binary}
+    txn = {"lsid": lsid, "txnNumber": 1, "autocommit": False}
+    commit = {"commitTransaction": 1, **txn}
+    with connect(old) as client:
+        client.command("db", {"create": "c"})
+        started = client.command(
+            "db",
+            {"insert": "c", "documents": [{"_id": 1, "n": 0}], **txn, "startTransaction": True},
+        )
+        assert started["ok"] == 1.0
+        rs.kill_after_write(old)
+        client.send_msg("admin", commit)
+        assert client.closed_by_peer()
+    assert old.role == DOWN and not old.alive
+    assert _counter(rs) == {"_id": 1, "n": 0}
+    new = rs.wait_for_primary()
+    with connect(new) as client:
+        assert client.command("admin", commit)["ok"] == 1.0
+    assert _counter(rs) == {"_id": 1, "n": 0}
+
+
+def test_a_transaction_statement_or_an_abort_does_not_trigger_it(rs: ReplicaSet) -> None:
+    primary = rs.wait_for_primary()
+    lsid = {"id": ObjectId().binary}
+    txn = {"lsid": lsid, "txnNumber": 1, "autocommit": False}
+    with connect(primary) as client:
+        client.command("db", {"create": "c"})
+        rs.kill_after_write(primary)
+        statement = {"insert": "c", "documents": [{"_id": 1}], **txn, "startTransaction": True}
+        assert client.command("db", statement)["ok"] == 1.0  # written to its workspace
+        assert client.command("admin", {"abortTransaction": 1, **txn})["ok"] == 1.0
+    assert primary.alive and primary.after_write is not None

@@ -257,12 +257,7 @@ class Member(MemberState):
             if txn_number is not None and isinstance(lsid, Mapping):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
             add_at_cluster_time(name, cmd, reply, owner.store.last_optime.ts)
-            if self.after_write is not None and owner.store.oplog_end != written:
-                # The write is applied (and recorded for its session); the process dies
-                # before it can reply.
-                after_write, self.after_write = self.after_write, None
-                after_write()
-                raise CloseConnection
+            self._after_write(written)
             optime = owner.store.last_optime if kind == "write" else self.applied_optime()
             owner.decorate(reply, optime)
             stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
@@ -280,6 +275,7 @@ class Member(MemberState):
                 20, "Transaction numbers are only allowed on a replica set member or mongos"
             )
         self._check_role("write", secondary_ok=False)
+        written = owner.store.oplog_end
         reply = table.run(
             self,
             name,
@@ -291,8 +287,18 @@ class Member(MemberState):
             rule=command.transaction if command is not None else NO,
             handler=command.handler if command is not None else None,
         )
+        self._after_write(written)  # a commit wrote its applyOps entry
         owner.decorate(reply, owner.store.last_optime)
         return Outcome(reply)
+
+    def _after_write(self, written: int) -> None:
+        """``ReplicaSet.kill_after_write``: once a command changed the data (the oplog
+        moved past ``written``), the armed process dies before it can reply. The write
+        is applied, and recorded for its session."""
+        if self.after_write is not None and self._member_owner.store.oplog_end != written:
+            after_write, self.after_write = self.after_write, None
+            after_write()
+            raise CloseConnection
 
     def hello_document(
         self, conn: Optional[Connection], cmd: Mapping[str, Any], *, legacy: bool = False

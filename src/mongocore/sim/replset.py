@@ -284,10 +284,12 @@ class ReplicaSet:
             self._after_change_locked()
 
     def kill_after_write(self, member: Member, *, armed: bool = True) -> None:
-        """Kill ``member`` right after the next command that changes its data, before it
-        replies: the write is applied (and recorded for its session, so a retry with the
-        same txnNumber is answered from the record), the reply is lost, and the set goes
-        on as after :meth:`kill`. ``armed=False`` disarms it, and so does any kill.
+        """Kill ``member`` right after the next command that changes its data (any write
+        command, ``commitTransaction`` included), before it replies: the write is
+        applied (and recorded for its session, so a retry with the same txnNumber is
+        answered from the record, a retried commit succeeds), the reply is lost, and the
+        set goes on as after :meth:`kill`. ``armed=False`` disarms it, and so does any
+        kill.
         """
         with self.cond:
             if not armed:
