@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("mongomock")
 
-from bson import Binary, Int64
+from bson import Binary, Int64, ObjectId
 
-from mongocore.sim import ReplicaSet, Standalone
+from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
 from mongocore.sim.error_labels import error_labels
 from tests.unit.sim_wire import RawClient, connect
 
@@ -86,7 +86,6 @@ def test_the_states_of_a_transaction(primary: RawClient) -> None:
         ({"readConcern": {"level": "available"}}, 72),
         ({"readConcern": {"level": "local", "atClusterTime": 1}}, 72),
         ({"writeConcern": {"w": 1}}, 72),
-        ({"$readPreference": {"mode": "secondaryPreferred"}}, 72),
     ],
 )
 def test_session_options_a_server_refuses(
@@ -273,3 +272,29 @@ def test_error_labels(
     name: str, cmd: dict[str, Any], code: Any, wc_code: Any, labels: list[str]
 ) -> None:
     assert error_labels(name, {name: 1, **cmd}, code, wc_code) == labels
+
+
+def test_a_primary_takes_any_read_preference_in_a_transaction() -> None:
+    """A driver on a direct connection sends $readPreference primaryPreferred with every
+    command (server selection spec, "Topology type: Single"); a 7.0 primary runs the
+    transaction all the same. A mongos, which picks the shards' primaries itself,
+    refuses a mode other than primary."""
+    lsid = {"id": ObjectId().binary}
+    txn = {"lsid": lsid, "txnNumber": 1, "autocommit": False}
+    direct = {"$readPreference": {"mode": "primaryPreferred"}}
+    with ReplicaSet(1, election_delay=0.02) as rs, connect(rs.wait_for_primary()) as client:
+        client.command("db", {"create": "c", **direct})
+        first = {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True}
+        assert client.command("db", {**first, **txn, **direct})["ok"] == 1.0
+        found = client.command("db", {"find": "c", "filter": {}, **txn, **direct})
+        assert found["cursor"]["firstBatch"] == [{"_id": 1}]
+        assert client.command("admin", {"commitTransaction": 1, **txn, **direct})["ok"] == 1.0
+        assert client.command("db", {"count": "c"})["n"] == 1
+    cluster = ShardedCluster(1, shard_members=1, election_delay=0.02)
+    with cluster, connect(cluster.mongoses[0]) as client:
+        client.command("db", {"create": "c"})
+        refused = client.command(
+            "db", {"find": "c", "filter": {}, **txn, "startTransaction": True, **direct}
+        )
+        assert (refused["code"], refused["codeName"]) == (72, "InvalidOptions")
+        assert refused["errmsg"] == "read preference in a transaction must be primary"

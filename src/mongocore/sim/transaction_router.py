@@ -15,7 +15,9 @@ transaction's later commands go to the shard's primary, which runs the transacti
 - any other command fails with NoSuchTransaction, and a number older than the
   router's with TransactionTooOld.
 
-Pinning a session to one mongos is the driver's business.
+A transaction's command with a ``$readPreference`` other than primary is refused
+(InvalidOptions, 72): the router sends every command of a transaction to the shards'
+primaries. Pinning a session to one mongos is the driver's business.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ class TransactionRouter:
 
     def plan(self, name: str, db: str, cmd: Mapping[str, Any]) -> tuple[str, str, Document]:
         """The command to send to the shard's primary for a transaction's command."""
+        read_preference = cmd.get("$readPreference")
+        if (
+            isinstance(read_preference, Mapping)
+            and read_preference.get("mode", "primary") != "primary"
+        ):
+            # A router picks the shards' primaries for a transaction's commands.
+            raise CommandError(72, "read preference in a transaction must be primary")
         lsid = cmd.get("lsid")
         txn_number = cmd.get("txnNumber")
         if not isinstance(lsid, Mapping) or not isinstance(txn_number, int):

@@ -13,8 +13,11 @@ and Operations", "Production Considerations"; the server's session options parsi
 - no admin, config or local database, no write to a ``system.`` collection, no
   ``system.profile``, no aggregation stage that cannot run in a transaction (263);
 - a read concern level of local, majority or snapshot (``atClusterTime`` with
-  snapshot only), no write concern but on the commit or abort, and a primary read
-  preference (72);
+  snapshot only), and no write concern but on the commit or abort (72). A mongod
+  takes any ``$readPreference``: it runs the transaction because it is the primary,
+  and a driver sends ``primaryPreferred`` on every command of a direct connection (the
+  rule that a transaction reads from the primary is the drivers'); a mongos refuses a
+  mode other than primary (transaction_router.py);
 - the commit's or abort's write concern: a number of members larger than the set's
   data-bearing members cannot be satisfied (a writeConcernError
   UnsatisfiableWriteConcern, 100, the commit or abort done all the same).
@@ -103,9 +106,6 @@ def check_command(name: str, db: str, cmd: Mapping[str, Any], start: bool, rule:
             raise CommandError(263, f"Cannot run '{name}' as the first command of a transaction.")
     elif rule != "statement":
         raise CommandError(263, f"Cannot run '{name}' in a multi-document transaction.")
-    read_preference = cmd.get("$readPreference")
-    if isinstance(read_preference, Mapping) and read_preference.get("mode", "primary") != "primary":
-        raise CommandError(72, "read preference in a transaction must be primary")
     if rule == "end":
         return
     if "writeConcern" in cmd:
