@@ -50,6 +50,7 @@ CODE_NAMES: dict[int, str] = {
     72: "InvalidOptions",
     73: "InvalidNamespace",
     76: "NoReplicationEnabled",
+    79: "UnknownReplWriteConcern",
     85: "IndexOptionsConflict",
     86: "IndexKeySpecsConflict",
     89: "NetworkTimeout",

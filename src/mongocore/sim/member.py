@@ -45,6 +45,7 @@ from mongocore.sim.message_loop import HELLO_NAMES, Outcome
 from mongocore.sim.process import Owner, Process
 from mongocore.sim.registry import (
     DATA,
+    END,
     NO,
     REPLICA_SET,
     REPLICA_SET_MEMBER,
@@ -58,6 +59,7 @@ from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_rea
 from mongocore.sim.store import translate_store_errors
 from mongocore.sim.transactions import is_transaction_command
 from mongocore.sim.where import OperationInterruption, has_where, resolve_where
+from mongocore.sim.write_concern import check_write_concern, wait_for_write_concern
 
 __all__ = [
     "ARBITER",
@@ -203,6 +205,9 @@ class Member(MemberState):
                 # deployment's data, as a caught-up secondary would read it.
                 role_kind = "read" if self.role == SECONDARY else "write"
             self._check_role(role_kind, secondary_ok)
+            if kind == "write":
+                check_write_concern(cmd)
+                self._wait_for_fsync_unlock(conn)
             if name == "getMore":
                 fail_get_more(self.failpoints, self.cursors, cmd)
             lsid = cmd.get("lsid")
@@ -258,6 +263,8 @@ class Member(MemberState):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
             add_at_cluster_time(name, cmd, reply, owner.store.last_optime.ts)
             self._after_write(written)
+            if kind == "write" and reply.get("ok"):
+                self._wait_for_write_concern(cmd, reply)
             optime = owner.store.last_optime if kind == "write" else self.applied_optime()
             owner.decorate(reply, optime)
             stream = name == "getMore" and bool(reply.get("cursor", {}).get("id"))
@@ -275,6 +282,10 @@ class Member(MemberState):
                 20, "Transaction numbers are only allowed on a replica set member or mongos"
             )
         self._check_role("write", secondary_ok=False)
+        ends = command is not None and command.transaction == END
+        if ends:
+            check_write_concern(cmd)
+            self._wait_for_fsync_unlock(None)
         written = owner.store.oplog_end
         reply = table.run(
             self,
@@ -288,8 +299,23 @@ class Member(MemberState):
             handler=command.handler if command is not None else None,
         )
         self._after_write(written)  # a commit wrote its applyOps entry
+        if ends and reply.get("ok"):
+            self._wait_for_write_concern(cmd, reply)
         owner.decorate(reply, owner.store.last_optime)
         return Outcome(reply)
+
+    def _wait_for_write_concern(self, cmd: Mapping[str, Any], reply: dict[str, Any]) -> None:
+        """The write concern's wait (write_concern.py); its error goes in the reply."""
+        error = wait_for_write_concern(self, cmd, self._member_owner.store.last_optime.ts)
+        if error is not None:
+            reply["writeConcernError"] = error
+
+    def _wait_for_fsync_unlock(self, conn: Optional[Connection]) -> None:
+        """A write waits while ``fsync`` holds the member locked (maintenance_commands.py)."""
+        while self.fsync_locks > 0:
+            if not self.alive or self._owner.stopping or (conn is not None and conn.closed):
+                raise CloseConnection
+            self.cond.wait(1.0)
 
     def _after_write(self, written: int) -> None:
         """``ReplicaSet.kill_after_write``: once a command changed the data (the oplog

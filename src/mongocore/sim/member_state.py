@@ -101,6 +101,8 @@ class MemberState(Process):
         #: Armed by ``ReplicaSet.kill_after_write``: called (holding the lock) once a write
         #: command changed data on this member, before its reply is sent.
         self.after_write: Optional[Callable[[], None]] = None
+        #: ``fsync`` locks held (maintenance_commands.py): writes wait while any is.
+        self.fsync_locks = 0
 
     # -- configuration -----------------------------------------------------------------
 
@@ -164,6 +166,7 @@ class MemberState(Process):
 
     def _go_down(self) -> None:
         self.after_write = None
+        self.fsync_locks = 0  # a lock of the process's memory
         super()._go_down()
 
     # -- data --------------------------------------------------------------------------

@@ -81,7 +81,9 @@ class ReplicaSet:
     data-bearing members in order. Use it as a context manager, or ``start()`` and
     ``stop()``. The first electable member is primary once ``start()`` returns.
     ``tls``, ``tls_mode``, ``users`` and ``compressors`` configure every member's
-    security (see :class:`~mongocore.sim.security.Security`). A member's
+    security (see :class:`~mongocore.sim.security.Security`); ``write_concern_modes``
+    are the config's custom write concern modes (``settings.getLastErrorModes``, each
+    ``{tag: number of distinct values}``; sim/write_concern.py). A member's
     ``MemberConfig.host`` renames it in the set's config (``uri``, ``hosts`` and hello
     use that name).
     """
@@ -103,8 +105,15 @@ class ReplicaSet:
         tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
+        write_concern_modes: Optional[Mapping[str, Mapping[str, int]]] = None,
     ) -> None:
         self.name = name
+        #: The config's custom write concern modes (settings.getLastErrorModes):
+        #: ``{"multiDC": {"dc": 2}}`` is satisfied by members of two distinct "dc" tags.
+        self.write_concern_modes: dict[str, dict[str, int]] = {
+            mode: {str(tag): int(count) for tag, count in tags.items()}
+            for mode, tags in (write_concern_modes or {}).items()
+        }
         self.security = Security(tls=tls, tls_mode=tls_mode, users=users, compressors=compressors)
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False

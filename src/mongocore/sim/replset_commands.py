@@ -127,7 +127,12 @@ def replica_set_config(replica_set: ReplicaSet, member: Member) -> dict[str, Any
             "members": members,
             "protocolVersion": Int64(1),
             "writeConcernMajorityJournalDefault": True,
-            "settings": {"electionTimeoutMillis": int(replica_set.election_delay * 1000)},
+            "settings": {
+                "electionTimeoutMillis": int(replica_set.election_delay * 1000),
+                "getLastErrorModes": {
+                    mode: dict(tags) for mode, tags in replica_set.write_concern_modes.items()
+                },
+            },
         },
         "ok": 1.0,
     }

@@ -18,9 +18,8 @@ and Operations", "Production Considerations"; the server's session options parsi
   and a driver sends ``primaryPreferred`` on every command of a direct connection (the
   rule that a transaction reads from the primary is the drivers'); a mongos refuses a
   mode other than primary (transaction_router.py);
-- the commit's or abort's write concern: a number of members larger than the set's
-  data-bearing members cannot be satisfied (a writeConcernError
-  UnsatisfiableWriteConcern, 100, the commit or abort done all the same).
+- the commit's or abort's write concern is waited for as any write's
+  (write_concern.py).
 """
 
 from __future__ import annotations
@@ -127,22 +126,6 @@ def check_command(name: str, db: str, cmd: Mapping[str, Any], start: bool, rule:
             for operator in stage if isinstance(stage, Mapping) else ():
                 if operator in _NO_TRANSACTION_STAGES:
                     raise CommandError(263, f"{operator} cannot be used in a transaction.")
-
-
-def with_write_concern(
-    reply: dict[str, Any], cmd: Mapping[str, Any], data_members: int
-) -> dict[str, Any]:
-    """The reply of a commit or abort, with the writeConcernError of a ``w`` the set
-    cannot satisfy (more members than it has data-bearing ones)."""
-    write_concern = cmd.get("writeConcern")
-    w = write_concern.get("w") if isinstance(write_concern, Mapping) else None
-    if isinstance(w, int) and not isinstance(w, bool) and w > data_members:
-        reply["writeConcernError"] = {
-            "code": 100,
-            "codeName": "UnsatisfiableWriteConcern",
-            "errmsg": "Not enough data-bearing nodes",
-        }
-    return reply
 
 
 def read_concern_level(cmd: Mapping[str, Any]) -> str:

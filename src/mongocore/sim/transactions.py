@@ -58,7 +58,6 @@ from mongocore.sim.transaction_rules import (
     is_transaction_command,
     read_concern_level,
     session_options,
-    with_write_concern,
 )
 
 __all__ = [
@@ -171,11 +170,11 @@ class TransactionTable:
         else:
             txn = self._continue(lsid, txn_number, name, cmd)
         if name == "commitTransaction":
-            return with_write_concern(self._commit(txn), cmd, data_members)
+            return self._commit(txn)
         if name == "abortTransaction":
             if txn.state == IN_PROGRESS:
                 self._end(txn, ABORTED)
-            return with_write_concern({"ok": 1.0}, cmd, data_members)
+            return {"ok": 1.0}
         assert handler is not None  # a statement's rule is STATEMENT: it has one
         return self._statement(
             txn,
