@@ -20,7 +20,9 @@ Every request a process receives (message_loop.py turns it into a command) goes 
    authentication or control command itself; any other goes to its dispatch
    (:meth:`Process._run`): a mongod's (member.py, below) or a mongos's (sharded.py);
 9. the reply: an error gets the labels and the topologyVersion a server adds; a
-   ``failCommand`` with ``writeConcernError`` adds it to a success.
+   ``failCommand`` with ``writeConcernError`` adds it to a success;
+10. a mongod's profiler records it, by the level its database had when it started
+    (profiler.py).
 
 A mongod then runs, in :meth:`Member._run_command`: the commands of a transaction
 (``autocommit``, or an ``END`` entry) through the transaction table, whose rules are
@@ -38,6 +40,7 @@ of ``config`` itself, and routes every other command to its shard.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -47,6 +50,7 @@ from mongocore.sim.control import run_control
 from mongocore.sim.error_labels import error_labels
 from mongocore.sim.failpoints import FailCommandAction
 from mongocore.sim.message_loop import Outcome
+from mongocore.sim.profiler import Profiler
 from mongocore.sim.registry import (
     AUTHENTICATION,
     CONTROL,
@@ -74,6 +78,30 @@ def execute(
     secondary_ok: bool,
 ) -> Optional[Outcome]:
     """Run one command through the steps above; None means "never answer"."""
+    profiler: Optional[Profiler] = getattr(process, "profiler", None)
+    if profiler is None:
+        return _execute(process, conn, name, db, cmd, secondary_ok=secondary_ok)
+    with process.cond:
+        level = profiler.level(db)  # the database's level when the command starts
+    started = time.monotonic()
+    outcome = _execute(process, conn, name, db, cmd, secondary_ok=secondary_ok)
+    if level and outcome is not None:  # 10
+        with process.cond:
+            profiler.record(
+                conn, name, db, cmd, outcome.reply, elapsed=time.monotonic() - started, level=level
+            )
+    return outcome
+
+
+def _execute(
+    process: Process,
+    conn: Connection,
+    name: str,
+    db: str,
+    cmd: dict[str, Any],
+    *,
+    secondary_ok: bool,
+) -> Optional[Outcome]:
     command = process.registry.get(name)
     handshake = command is not None and command.stage == HANDSHAKE and not conn.handshake_done
     security = process.security

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from mongocore.sim.codes import CloseConnection, CommandError
 from mongocore.sim.process import Owner, Process
+from mongocore.sim.profiler import Profiler
 from mongocore.sim.replication import ReplicaView
 from mongocore.sim.server import Connection
 from mongocore.sim.store import DataStore, OpTime
@@ -103,6 +104,8 @@ class MemberState(Process):
         self.after_write: Optional[Callable[[], None]] = None
         #: ``fsync`` locks held (maintenance_commands.py): writes wait while any is.
         self.fsync_locks = 0
+        #: The database profiler and each database's system.profile (profiler.py).
+        self.profiler = Profiler()
 
     # -- configuration -----------------------------------------------------------------
 

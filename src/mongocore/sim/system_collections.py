@@ -3,7 +3,8 @@
 On a replica-set member: ``local.oplog.rs``, the set's oplog as this member has applied
 it (entries shaped as a 7.0 server writes them: ``op``, ``ns``, ``ui``, ``o``, ``o2``,
 ``ts``, ``t``, ``v``, ``wall``; a capped collection without ``_id``), and
-``local.system.replset``, the replica set config document. On a mongos: the ``config``
+``local.system.replset``, the replica set config document. On any mongod: each
+database's ``system.profile``, its profiler's (profiler.py). On a mongos: the ``config``
 database (sharding_catalog.py). find, count, distinct, aggregate, listIndexes and
 listCollections read them (``$natural`` order is the oplog's order); reads of ``local``
 are allowed on a secondary without secondaryOk, as on a server. The oplog keeps the
@@ -26,6 +27,7 @@ from mongomock import filtering
 
 from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.commands import CommandContext, Handler, Reply
+from mongocore.sim.profiler import PROFILE_COLLECTION, Profiler
 from mongocore.sim.replset_commands import replica_set_config
 from mongocore.sim.scratch import SystemCollection, batch_size, scratch_client
 from mongocore.sim.sharding_catalog import CONFIG_COLLECTIONS, config_collection
@@ -146,6 +148,8 @@ def system_collection(ctx: CommandContext, db: str, coll: str) -> Optional[Syste
         return None
     if process.kind == "mongos":
         return config_collection(process, coll) if db == "config" else None
+    if coll == PROFILE_COLLECTION:
+        return _profile_collection(process, db)
     replica_set = replica_set_of(process)
     if replica_set is None or db != "local":
         return None
@@ -159,14 +163,26 @@ def system_collection(ctx: CommandContext, db: str, coll: str) -> Optional[Syste
     return None
 
 
+def _profile_collection(process: Process, db: str) -> Optional[SystemCollection]:
+    """``<db>.system.profile``, the mongod's profiler's (profiler.py), if it exists."""
+    profiler = getattr(process, "profiler", None)
+    docs = profiler.collection(db) if isinstance(profiler, Profiler) else None
+    if profiler is None or docs is None:
+        return None
+    return SystemCollection(docs, has_ids=False, options=profiler.options)
+
+
 def system_collection_names(ctx: CommandContext, db: str) -> list[str]:
     process = ctx.process
     if process is not None and process.kind == "mongos":
         return list(CONFIG_COLLECTIONS) if db == "config" else []
+    names = []
+    if process is not None and _profile_collection(process, db) is not None:
+        names.append(PROFILE_COLLECTION)
     replica_set = replica_set_of(process)
     if replica_set is None or db != "local" or not replica_set.initiated:
-        return []
-    return ["oplog.rs", "system.replset"]
+        return names
+    return [*names, "oplog.rs", "system.replset"]
 
 
 # -- reading them ------------------------------------------------------------------------
