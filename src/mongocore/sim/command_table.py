@@ -27,6 +27,7 @@ from mongocore.sim import (
     db_aggregate,
     diagnostic_commands,
     explain,
+    maintenance_commands,
     operations,
     profiler,
     replset_commands,
@@ -552,6 +553,24 @@ _COMMANDS = (
         on_mongos=LOCAL,
         mongos_handler=profiler.refused_on_mongos,
     ),
+    Command(
+        "validate",
+        maintenance_commands.cmd_validate,
+        kind="read",
+        fields=_fields(
+            "validate",
+            "full",
+            "repair",
+            "metadata",
+            "background",
+            "checkBSONConformance",
+            "enforceFastCount",
+            "fixMultikey",
+            "collectionUUID",
+        ),
+    ),
+    Command("fsync", maintenance_commands.cmd_fsync, admin_only=True),
+    Command("fsyncUnlock", maintenance_commands.cmd_fsync_unlock, admin_only=True),
     Command("currentOp", operations.cmd_current_op, on_mongos=LOCAL, admin_only=True),
     Command("killOp", operations.cmd_kill_op, on_mongos=LOCAL, admin_only=True),
     Command(
@@ -580,6 +599,7 @@ _COMMANDS = (
     Command("grantRolesToUser", user_commands.cmd_grant_roles, kind="write", on_mongos=LOCAL),
     Command("revokeRolesFromUser", user_commands.cmd_revoke_roles, kind="write", on_mongos=LOCAL),
     Command("usersInfo", user_commands.cmd_users_info, kind="read", on_mongos=LOCAL),
+    Command("rolesInfo", user_commands.cmd_roles_info, kind="read", on_mongos=LOCAL),
     # -- a mongos's own -----------------------------------------------------------------
     Command(
         "listShards",

@@ -311,11 +311,20 @@ class Member(MemberState):
             reply["writeConcernError"] = error
 
     def _wait_for_fsync_unlock(self, conn: Optional[Connection]) -> None:
-        """A write waits while ``fsync`` holds the member locked (maintenance_commands.py)."""
-        while self.fsync_locks > 0:
-            if not self.alive or self._owner.stopping or (conn is not None and conn.closed):
-                raise CloseConnection
-            self.cond.wait(1.0)
+        """A write waits while ``fsync`` holds the member locked (maintenance_commands.py);
+        it counts among the ``blocked_operations`` meanwhile."""
+        if self.fsync_locks <= 0:
+            return
+        self.blocked_operations += 1
+        self.cond.notify_all()
+        try:
+            while self.fsync_locks > 0:
+                if not self.alive or self._owner.stopping or (conn is not None and conn.closed):
+                    raise CloseConnection
+                self.cond.wait(1.0)
+        finally:
+            self.blocked_operations -= 1
+            self.cond.notify_all()
 
     def _after_write(self, written: int) -> None:
         """``ReplicaSet.kill_after_write``: once a command changed the data (the oplog

@@ -34,6 +34,7 @@ __all__ = [
     "cmd_drop_user",
     "cmd_grant_roles",
     "cmd_revoke_roles",
+    "cmd_roles_info",
     "cmd_update_user",
     "cmd_users_info",
 ]
@@ -317,3 +318,52 @@ def cmd_users_info(ctx: CommandContext) -> Reply:
         ]
         docs.append(doc)
     return {"users": docs, "ok": 1.0}
+
+
+def _builtin_roles(db: str) -> list[str]:
+    names = set(BUILTIN_ROLES) | (set(ADMIN_ONLY_ROLES) if db == "admin" else set())
+    return sorted(names)
+
+
+def _role_document(ctx: CommandContext, name: str, db: str) -> Reply:
+    doc: Reply = {"role": name, "db": db, "isBuiltin": True, "roles": [], "inheritedRoles": []}
+    if ctx.cmd.get("showAuthenticationRestrictions"):
+        doc["authenticationRestrictions"] = []
+        doc["inheritedAuthenticationRestrictions"] = []
+    return doc
+
+
+def _asked_roles(ctx: CommandContext, value: Any) -> list[tuple[str, str]]:
+    entries = value if isinstance(value, list) else [value]
+    asked = []
+    for entry in entries:
+        if isinstance(entry, str):
+            asked.append((entry, ctx.db))
+        elif isinstance(entry, Mapping) and isinstance(entry.get("role"), str):
+            asked.append((str(entry["role"]), str(entry.get("db", ctx.db))))
+        else:
+            raise CommandError(
+                2, "rolesInfo argument should be an integer of 1, a string, a document or an array"
+            )
+    return asked
+
+
+def cmd_roles_info(ctx: CommandContext) -> Reply:
+    """rolesInfo (``show roles``): the built-in roles; the simulator has no user-defined
+    roles (createRole is not simulated), so a database's own roles are none."""
+    if ctx.cmd.get("showPrivileges"):
+        raise CommandError(238, "rolesInfo with showPrivileges is not supported by the simulator")
+    target = ctx.target
+    if isinstance(target, (int, float)) and not isinstance(target, bool):
+        if target != 1:
+            raise CommandError(
+                2, "rolesInfo argument should be an integer of 1, a string, a document or an array"
+            )
+        names = _builtin_roles(ctx.db) if ctx.cmd.get("showBuiltinRoles") else []
+        return {"roles": [_role_document(ctx, name, ctx.db) for name in names], "ok": 1.0}
+    roles = [
+        _role_document(ctx, name, db)
+        for name, db in _asked_roles(ctx, target)
+        if name in _builtin_roles(db)
+    ]
+    return {"roles": roles, "ok": 1.0}
