@@ -170,7 +170,8 @@ def _coll_stats(mongos: Mongos, reply: dict[str, Any]) -> dict[str, Any]:
     shard_name, _ = _shard_entry(mongos)
     shard = _without_cluster_fields(reply)
     shard.pop("ok", None)
-    result: dict[str, Any] = {"sharded": False, "primary": shard_name}
+    sharded = sharding_catalog.is_sharded(mongos.cluster, str(shard.get("ns", "")))
+    result: dict[str, Any] = {"sharded": sharded, "primary": shard_name}
     for key in ("capped", "ns", "count", "size", "storageSize", "totalIndexSize", "totalSize"):
         if key in shard:
             result[key] = shard[key]
@@ -191,6 +192,12 @@ def routed_reply(
     """A shard's reply as a router gives it."""
     if not reply.get("ok"):
         return reply
+    if name in ("drop", "dropDatabase"):
+        # A dropped collection or database is no longer sharded.
+        db = str(cmd.get("$db", ""))
+        target = cmd.get(name)
+        coll = target if name == "drop" and isinstance(target, str) else None
+        sharding_catalog.forget(mongos.cluster, db, coll)
     if name == "explain":
         reshaped = _explained(mongos, cmd, reply)
     elif name == "aggregate" and first_stage(cmd) == "$collStats":

@@ -2,11 +2,14 @@
 balancerStatus.
 
 The simulated cluster has one replica-set shard, no config servers and no chunk
-migrations, and shards no user collection. Its ``config`` database says exactly that,
-in a 7.0 cluster's shapes: ``config.version`` (the cluster id), ``config.shards`` (the
+migrations. ``enableSharding`` records a database and ``shardCollection`` a sharded
+collection (in one chunk, on the one shard; its shard key's index created when the
+collection is new or empty). Its ``config`` database says exactly that, in a 7.0
+cluster's shapes: ``config.version`` (the cluster id), ``config.shards`` (the
 one shard, ``name/host1,host2,...``), ``config.databases`` (each user database, its
 primary the shard), ``config.collections`` and ``config.chunks`` (the one collection a
-fresh cluster shards itself, ``config.system.sessions``, in a single chunk),
+fresh cluster shards itself, ``config.system.sessions``, and the collections
+``shardCollection`` sharded, each in a single chunk),
 ``config.mongos`` (the routers that are up, pinged now). Other ``config`` collections
 (settings, locks, changelog, actionlog, tags, ...) are empty. This is what ``sh.status()``
 reads; writes to ``config`` are not intercepted.
@@ -18,12 +21,13 @@ import datetime
 import time
 import uuid
 import weakref
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, cast
 
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
 
+from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import BUILD_VERSION, CommandContext, Reply
 from mongocore.sim.scratch import SystemCollection
@@ -36,8 +40,12 @@ __all__ = [
     "CONFIG_COLLECTIONS",
     "cmd_balancer_status",
     "cmd_check_metadata_consistency",
+    "cmd_enable_sharding",
     "cmd_list_shards",
+    "cmd_shard_collection",
     "config_collection",
+    "forget",
+    "is_sharded",
     "shard_documents",
 ]
 
@@ -95,7 +103,8 @@ def shard_documents(cluster: ShardedCluster) -> list[dict[str, Any]]:
 
 def _databases(cluster: ShardedCluster) -> list[dict[str, Any]]:
     identity = _identity(cluster)
-    names = sorted(set(cluster.shard.store.client.list_database_names()) - _SYSTEM_DATABASES)
+    stored = set(cluster.shard.store.client.list_database_names())
+    names = sorted((stored | _sharded(cluster).databases) - _SYSTEM_DATABASES)
     return [
         {
             "_id": name,
@@ -112,6 +121,7 @@ def _databases(cluster: ShardedCluster) -> list[dict[str, Any]]:
 
 def _collections(cluster: ShardedCluster) -> list[dict[str, Any]]:
     identity = _identity(cluster)
+    sharded = [dict(entry) for _, entry in sorted(_sharded(cluster).collections.items())]
     return [
         {
             "_id": SESSIONS_NAMESPACE,
@@ -124,13 +134,34 @@ def _collections(cluster: ShardedCluster) -> list[dict[str, Any]]:
             "noBalance": False,
             "maxChunkSizeBytes": Int64(200_000),
             "noAutoSplit": True,
-        }
+        },
+        *sharded,
     ]
+
+
+def _chunk(entry: dict[str, Any], chunk_id: ObjectId, shard: str) -> dict[str, Any]:
+    """The one chunk of a collection sharded on the one shard: MinKey to MaxKey."""
+    created = entry["timestamp"]
+    return {
+        "_id": chunk_id,
+        "uuid": entry["uuid"],
+        "min": {field_name: MinKey() for field_name in entry["key"]},
+        "max": {field_name: MaxKey() for field_name in entry["key"]},
+        "shard": shard,
+        "lastmod": Timestamp(1, 0),
+        "onCurrentShardSince": created,
+        "history": [{"validAfter": created, "shard": shard}],
+    }
 
 
 def _chunks(cluster: ShardedCluster) -> list[dict[str, Any]]:
     identity = _identity(cluster)
     shard = cluster.shard.name
+    state = _sharded(cluster)
+    sharded = [
+        _chunk(entry, state.chunk_ids[namespace], shard)
+        for namespace, entry in sorted(state.collections.items())
+    ]
     return [
         {
             "_id": ObjectId.from_datetime(identity.created_at),
@@ -141,7 +172,8 @@ def _chunks(cluster: ShardedCluster) -> list[dict[str, Any]]:
             "lastmod": Timestamp(1, 0),
             "onCurrentShardSince": identity.created,
             "history": [{"validAfter": identity.created, "shard": shard}],
-        }
+        },
+        *sharded,
     ]
 
 
@@ -214,3 +246,161 @@ def cmd_check_metadata_consistency(ctx: CommandContext) -> Reply:
     an empty, exhausted cursor."""
     cursor = {"id": Int64(0), "ns": f"{ctx.db}.$cmd.{ctx.name}", "firstBatch": []}
     return {"cursor": cursor, "ok": 1.0}
+
+
+# -- enableSharding and shardCollection ------------------------------------------------------
+
+
+@dataclass
+class _Sharded:
+    """What a cluster's enableSharding and shardCollection recorded."""
+
+    databases: set[str] = field(default_factory=set)
+    #: config.collections entries of the sharded user collections, by namespace.
+    collections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The _id of each sharded collection's one chunk.
+    chunk_ids: dict[str, ObjectId] = field(default_factory=dict)
+
+
+_SHARDED: weakref.WeakKeyDictionary[Any, _Sharded] = weakref.WeakKeyDictionary()
+
+
+def _sharded(cluster: ShardedCluster) -> _Sharded:
+    return _SHARDED.setdefault(cluster, _Sharded())
+
+
+def is_sharded(cluster: ShardedCluster, namespace: str) -> bool:
+    return namespace in _sharded(cluster).collections
+
+
+def forget(cluster: ShardedCluster, db: str, coll: Optional[str] = None) -> None:
+    """A dropped collection (or database) is no longer sharded."""
+    sharded = _sharded(cluster)
+    for namespace in list(sharded.collections):
+        owner, _, name = namespace.partition(".")
+        if owner == db and coll in (None, name):
+            del sharded.collections[namespace]
+    if coll is None:
+        sharded.databases.discard(db)
+
+
+def _check_database_name(name: Any, field_name: str) -> str:
+    if not isinstance(name, str):
+        raise CommandError(
+            14,
+            f"BSON field '{field_name}' is the wrong type '{type(name).__name__}',"
+            " expected type 'string'",
+        )
+    if not name or any(c in name for c in '/\\. "$') or len(name) >= 64:
+        raise CommandError(73, f"invalid db name specified: {name}")
+    return name
+
+
+def cmd_enable_sharding(ctx: CommandContext) -> Reply:
+    """enableSharding: since 6.0 every database is shardable; the database is created
+    with the shard as its primary (config.databases lists it from then on)."""
+    process = _router(ctx)
+    if process is None:
+        raise CommandError(59, "no such command: 'enableSharding'")
+    cluster = cluster_of(process)
+    name = _check_database_name(ctx.target, "enableSharding.enableSharding")
+    if name in ("admin", "local"):
+        raise CommandError(72, f"Enabling sharding on the {name} database is not allowed")
+    primary = ctx.cmd.get("primaryShard")
+    if primary is not None and primary != cluster.shard.name:
+        raise CommandError(70, f"Shard {primary} not found")
+    if name != "config":
+        _sharded(cluster).databases.add(name)
+    return {"ok": 1.0}
+
+
+def _shard_key(key: Any) -> dict[str, Any]:
+    if not isinstance(key, Mapping):
+        raise CommandError(
+            40414, "BSON field 'shardCollection.key' is missing but a required field"
+        )
+    pattern = dict(key)
+    hashed = [field_name for field_name, value in pattern.items() if value == "hashed"]
+    ascending = all(
+        (value == 1 and not isinstance(value, bool)) or value == "hashed"
+        for value in pattern.values()
+    )
+    if not pattern or not ascending or len(hashed) > 1:
+        raise CommandError(
+            2,
+            f"Unsupported shard key pattern {pattern}. Pattern must either be a single hashed"
+            " field, or a list of ascending fields",
+        )
+    return pattern
+
+
+def _index_name(pattern: Mapping[str, Any]) -> str:
+    return "_".join(f"{field_name}_{value}" for field_name, value in pattern.items())
+
+
+def cmd_shard_collection(ctx: CommandContext) -> Reply:
+    """shardCollection: the collection (created, with its shard key's index, if it does
+    not exist or is empty) is sharded on ``key``, in one chunk on the one shard."""
+    process = _router(ctx)
+    if process is None:
+        raise CommandError(59, "no such command: 'shardCollection'")
+    cluster = cluster_of(process)
+    namespace = ctx.target
+    if not isinstance(namespace, str):
+        raise CommandError(
+            14,
+            "BSON field 'shardCollection.shardCollection' is the wrong type,"
+            " expected type 'string'",
+        )
+    db, dot, coll = namespace.partition(".")
+    _check_database_name(db, "shardCollection.shardCollection")
+    if not dot or not coll:
+        raise CommandError(73, f"Invalid namespace specified '{namespace}'")
+    if db in ("admin", "local", "config") or coll.startswith("system."):
+        raise CommandError(20, f"can't shard {namespace}")
+    pattern = _shard_key(ctx.cmd.get("key"))
+    unique = bool(ctx.cmd.get("unique", False))
+    if unique and "hashed" in pattern.values():
+        raise CommandError(2, "Hashed shard keys cannot be declared unique.")
+    sharded = _sharded(cluster)
+    existing = sharded.collections.get(namespace)
+    if existing is not None:
+        if existing["key"] != pattern or existing["unique"] != unique:
+            raise CommandError(
+                23,
+                f"sharding already enabled for collection {namespace} with options"
+                f" {{ key: {existing['key']}, unique: {existing['unique']} }}",
+            )
+        return {"collectionsharded": namespace, "ok": 1.0}
+    store = ctx.store
+    if "viewOn" in store.options(db, coll).extra:
+        raise CommandError(166, "Namespace " + namespace + " is a view, not a collection")
+    exists = store.collection_exists(db, coll)
+    indexes = store.collection(db, coll).index_information() if exists else {}
+    key_items = list(pattern.items())
+    has_index = any(list(info["key"])[: len(key_items)] == key_items for info in indexes.values())
+    if not has_index:
+        if exists and store.collection(db, coll).estimated_document_count():
+            raise CommandError(
+                72,
+                "Please create an index that starts with the proposed shard key before"
+                " sharding the collection",
+            )
+        spec: dict[str, Any] = {"key": pattern, "name": _index_name(pattern)}
+        if unique:
+            spec["unique"] = True
+        store.create_indexes(db, coll, [spec])
+    now = time.time()
+    sharded.databases.add(db)
+    sharded.chunk_ids[namespace] = ObjectId()
+    sharded.collections[namespace] = {
+        "_id": namespace,
+        "lastmodEpoch": ObjectId(),
+        "lastmod": datetime.datetime.fromtimestamp(int(now), datetime.timezone.utc),
+        "timestamp": Timestamp(int(now), 1),
+        "uuid": collection_uuid(db, coll),
+        "key": pattern,
+        "unique": unique,
+        "noBalance": False,
+    }
+    return {"collectionsharded": namespace, "ok": 1.0}
