@@ -61,7 +61,8 @@ class MemberConfig:
     lag: float = 0.0
     port: int = 0
     #: The member's name in the config ("host:port": hello's me, hosts, primary), for a
-    #: deployment reached through names a test resolves itself; None: 127.0.0.1:<port>.
+    #: deployment reached through names a test resolves itself; a name without a port
+    #: ("localhost") is given the member's port; None: 127.0.0.1:<port>.
     host: Optional[str] = None
 
     def __post_init__(self) -> None:
@@ -111,9 +112,13 @@ class MemberState(Process):
 
     @property
     def host(self) -> str:
-        """The member's name in the replica set config: ``MemberConfig.host``, else
-        ``127.0.0.1:<port>``. The member listens on 127.0.0.1:<port> either way."""
-        return self.config.host or super().host
+        """The member's name in the replica set config: ``MemberConfig.host`` (with the
+        member's port when it names none), else the process's (``127.0.0.1:<port>``, or
+        the deployment's ``hostname``). The member listens on 127.0.0.1:<port> either way."""
+        name = self.config.host
+        if name is None:
+            return super().host
+        return name if ":" in name else f"{name}:{self.port}"
 
     @property
     def priority(self) -> float:

@@ -135,8 +135,11 @@ class Process(MessageLoop):
 
     @property
     def host(self) -> str:
-        """``127.0.0.1:<port>``, as the member names itself in hello."""
-        return f"{self.server.host}:{self.server.port}"
+        """``127.0.0.1:<port>``, as the member names itself in hello, or
+        ``<hostname>:<port>`` when the deployment advertises a name of its own
+        (``hostname="localhost"``); the process listens on 127.0.0.1 either way."""
+        name = getattr(self._owner, "hostname", None) or self.server.host
+        return f"{name}:{self.server.port}"
 
     @property
     def address(self) -> tuple[str, int]:

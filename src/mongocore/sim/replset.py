@@ -72,6 +72,12 @@ def _member_configs(
     return configs
 
 
+def _checked_hostname(hostname: Optional[str]) -> Optional[str]:
+    if hostname is not None and (not hostname or ":" in hostname or "," in hostname):
+        raise ValueError(f"hostname must be a host name without a port, not {hostname!r}")
+    return hostname
+
+
 class ReplicaSet:
     """A replica set of mongod members, each on its own 127.0.0.1 port.
 
@@ -83,7 +89,9 @@ class ReplicaSet:
     ``tls``, ``tls_mode``, ``users`` and ``compressors`` configure every member's
     security (see :class:`~mongocore.sim.security.Security`); ``write_concern_modes``
     are the config's custom write concern modes (``settings.getLastErrorModes``, each
-    ``{tag: number of distinct values}``; sim/write_concern.py). A member's
+    ``{tag: number of distinct values}``; sim/write_concern.py). ``hostname`` is the
+    name the members advertise with their ports (``"localhost"``: ``localhost:<port>``
+    in hello, ``hosts`` and ``uri``); they listen on 127.0.0.1 either way. A member's
     ``MemberConfig.host`` renames it in the set's config (``uri``, ``hosts`` and hello
     use that name).
     """
@@ -106,8 +114,12 @@ class ReplicaSet:
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
         write_concern_modes: Optional[Mapping[str, Mapping[str, int]]] = None,
+        hostname: Optional[str] = None,
     ) -> None:
         self.name = name
+        #: The name every member advertises with its port (hello's me, hosts, the uri):
+        #: "localhost" for clients that connect to localhost; None: 127.0.0.1.
+        self.hostname = _checked_hostname(hostname)
         #: The config's custom write concern modes (settings.getLastErrorModes):
         #: ``{"multiDC": {"dc": 2}}`` is satisfied by members of two distinct "dc" tags.
         self.write_concern_modes: dict[str, dict[str, int]] = {

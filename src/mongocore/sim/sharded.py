@@ -30,7 +30,7 @@ from mongocore.sim.commands import aggregate_writes
 from mongocore.sim.load_balancer import Balancer
 from mongocore.sim.member import Member, Outcome, Process
 from mongocore.sim.registry import DATA, MONGOS
-from mongocore.sim.replset import ReplicaSet, cluster_time_fields
+from mongocore.sim.replset import ReplicaSet, _checked_hostname, cluster_time_fields
 from mongocore.sim.router_commands import routed_reply, router_reply
 from mongocore.sim.security import Security, User
 from mongocore.sim.server import Connection
@@ -256,9 +256,12 @@ class ShardedCluster:
         tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
+        hostname: Optional[str] = None,
     ) -> None:
         if mongoses < 1:
             raise ValueError("a sharded cluster needs at least one mongos")
+        #: The name the routers and the shard's members advertise ("localhost").
+        self.hostname = _checked_hostname(hostname)
         if load_balanced and mongoses != 1:
             raise ValueError("a load-balanced deployment is one address: use one mongos")
         self.cond = threading.Condition(threading.RLock())
@@ -268,7 +271,11 @@ class ShardedCluster:
         self.shard_wait = shard_wait
         self.load_balanced = load_balanced
         self.shard = ReplicaSet(
-            shard_members, name=shard_name, election_delay=election_delay, clock=clock
+            shard_members,
+            name=shard_name,
+            election_delay=election_delay,
+            clock=clock,
+            hostname=hostname,
         )
         self.mongoses = [Mongos(self, i, 0, load_balanced) for i in range(mongoses)]
         self._started = False
@@ -371,6 +378,7 @@ class LoadBalanced(ShardedCluster):
         tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
+        hostname: Optional[str] = None,
     ) -> None:
         if mongoses < 1:
             raise ValueError("a load-balanced deployment needs at least one mongos")
@@ -385,6 +393,7 @@ class LoadBalanced(ShardedCluster):
             tls_mode=tls_mode,
             users=users,
             compressors=compressors,
+            hostname=hostname,
         )
         self.mongoses.extend(Mongos(self, i, 0, True) for i in range(1, mongoses))
         self.balancer: Optional[Balancer] = None

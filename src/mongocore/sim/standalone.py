@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 from mongocore.sim.member import PRIMARY, Member, MemberConfig
+from mongocore.sim.replset import _checked_hostname
 from mongocore.sim.security import Security, User
 from mongocore.sim.store import DataStore, OpTime
 
@@ -19,7 +20,8 @@ class Standalone:
     """One mongod on 127.0.0.1 (``port=0`` picks a free port). A context manager.
 
     ``tls`` (a server ``ssl.SSLContext``), ``tls_mode``, ``users`` and ``compressors``
-    configure its security (see :class:`~mongocore.sim.security.Security`).
+    configure its security (see :class:`~mongocore.sim.security.Security`);
+    ``hostname`` is the name it advertises with its port (``"localhost"``).
     """
 
     is_replica_set = False
@@ -34,7 +36,10 @@ class Standalone:
         tls_mode: str = "requireTLS",
         users: Sequence[User] = (),
         compressors: Sequence[str] = (),
+        hostname: Optional[str] = None,
     ) -> None:
+        #: The name the server advertises with its port ("localhost"); None: 127.0.0.1.
+        self.hostname = _checked_hostname(hostname)
         self.cond = threading.Condition(threading.RLock())
         self.stopping = False
         self._clock = clock
