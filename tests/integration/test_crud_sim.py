@@ -76,7 +76,7 @@ def test_databases_and_collections_are_views(client: Client) -> None:
     coll = db["items"]
     assert coll.full_name == "crud.items" and coll.database == db
     assert coll == client.get_database("crud").get_collection("items")
-    assert repr(coll) == "Collection('crud.items')"
+    assert repr(coll) == f"Collection({db!r}, 'items')"
     secondary = coll.with_options(read_preference=ReadPreference(Mode.SECONDARY))
     assert secondary.read_preference.mode is Mode.SECONDARY
     assert coll.read_preference.mode is Mode.PRIMARY

@@ -78,19 +78,7 @@ class FakeCollection:
 
 
 def _cursor(**options: Any) -> Cursor:
-    return Cursor(
-        cast(Collection, FakeCollection()),
-        {"a": 1},
-        None,
-        skip=0,
-        limit=0,
-        sort=None,
-        batch_size=None,
-        session=None,
-        read_preference=None,
-        timeout_ms=None,
-        options=options,
-    )
+    return Cursor(cast(Collection, FakeCollection()), {"a": 1}, **options)
 
 
 def _command_cursor(

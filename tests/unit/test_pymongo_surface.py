@@ -336,6 +336,13 @@ def _compare_signature(
     except (TypeError, ValueError):  # a builtin without a signature
         differences[key] = "no signature"
         return
+    if forwarded is not None and [p.kind for p in my_parameters] == [
+        inspect.Parameter.VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD,
+    ]:
+        # mongocore's forwards too: its cursor's constructor has the parameters.
+        my_target = getattr(importlib.import_module(ours(forwarded[0])), forwarded[1]).__init__
+        my_parameters = _parameters(my_target, skip_first=True)[1:]
     difference = signature_difference(their_parameters, my_parameters)
     if difference is not None:
         differences[key] = difference

@@ -3,6 +3,7 @@ replacements, sort, projection, hint, index keys, collation)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
@@ -35,8 +36,15 @@ def _collation_document(collation: object) -> Document:
     """A collation document, or an object with one (pymongo's ``Collation``)."""
     document = getattr(collation, "document", collation)
     if not isinstance(document, Mapping):
-        raise TypeError(f"collation must be a document, not {type(collation).__name__}")
+        raise TypeError(
+            "collation must be a document or a Collation (an object with a `document`), "
+            f"not {type(collation).__name__}"
+        )
     return dict(document)
+
+
+def _collation_or_none(collation: object) -> Optional[Document]:
+    return None if collation is None else _collation_document(collation)
 
 
 # --- argument helpers ------------------------------------------------------------------
@@ -78,14 +86,57 @@ def _check_replacement(replacement: Any) -> None:
         raise ValueError("a replacement document must not contain $-operators")
 
 
+def _index_list(key_or_list: Any, direction: Any = None) -> list[Any]:
+    """(key, direction) pairs from a key and a direction, a key alone (ascending), a
+    mapping, or a list whose items are keys or pairs (``["name", ("age", -1)]``), as
+    pymongo's sort and hint helpers take them."""
+    if direction is not None:
+        if not isinstance(key_or_list, str):
+            raise TypeError(f"expected a key and a direction, not {type(key_or_list).__name__}")
+        return [(key_or_list, direction)]
+    if isinstance(key_or_list, str):
+        return [(key_or_list, 1)]
+    if isinstance(key_or_list, Mapping):
+        return list(key_or_list.items())
+    if not isinstance(key_or_list, (list, tuple)):
+        raise TypeError(
+            "without a direction, the keys must be a list of keys or (key, direction) "
+            f"pairs, or a mapping, not {type(key_or_list).__name__}"
+        )
+    return [(item, 1) if isinstance(item, str) else item for item in key_or_list]
+
+
+def _index_document(keys: Any) -> Document:
+    """An ordered ``{key: direction}`` document from a mapping or a list of keys and
+    (key, direction) pairs; each key a string, each direction an int, a string
+    (``"2dsphere"``, ``"text"``, ...) or a document."""
+    if not isinstance(keys, (list, tuple, Mapping)):
+        raise TypeError(
+            f"keys must be a mapping or a list of keys or (key, direction) pairs, not {keys!r}"
+        )
+    if not keys:
+        raise ValueError("keys must not be empty")
+    pairs = keys.items() if isinstance(keys, Mapping) else _index_list(keys)
+    document: Document = {}
+    for pair in pairs:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise TypeError(f"each item must be a key or a (key, direction) pair, not {pair!r}")
+        key, value = pair
+        if not isinstance(key, str):
+            raise TypeError(f"a key must be a string, not {type(key).__name__}")
+        if isinstance(value, bool) or not isinstance(value, (str, int, Mapping)):
+            raise TypeError(
+                f"the direction of {key!r} must be 1, -1, a string such as '2dsphere' "
+                f"or a document, not {value!r}"
+            )
+        document[key] = value
+    return document
+
+
 def _sort_document(sort: SortSpec, direction: Any = None) -> Optional[Document]:
     if sort is None:
         return None
-    if isinstance(sort, str):
-        return {sort: 1 if direction is None else direction}
-    if isinstance(sort, Mapping):
-        return dict(sort)
-    return {key: value for key, value in sort}
+    return _index_document(_index_list(sort, direction))
 
 
 def _projection(projection: Projection) -> Optional[Document]:
@@ -95,25 +146,45 @@ def _projection(projection: Projection) -> Optional[Document]:
         return dict(projection)
     if isinstance(projection, str):
         raise TypeError("projection must be a document or a list of field names")
-    return {name: 1 for name in projection}
+    fields = list(projection)
+    if not all(isinstance(field, str) for field in fields):
+        raise TypeError("projection must be a document or a list of field names (strings)")
+    return dict.fromkeys(fields, 1)
 
 
 def _hint(hint: Hint) -> Any:
-    if isinstance(hint, (str, Mapping)):
-        return hint if isinstance(hint, str) else dict(hint)
-    return {key: value for key, value in (hint or ())}
+    """An index name as it is, or index keys as an ordered document."""
+    if isinstance(hint, str):
+        return hint
+    return _index_document(hint)
 
 
-def _index_keys(keys: Union[str, Sequence[tuple[str, Any]], Mapping[str, Any]]) -> Document:
-    if isinstance(keys, str):
-        return {keys: 1}
-    if isinstance(keys, Mapping):
-        return dict(keys)
-    return {key: value for key, value in keys}
+def _index_keys(keys: Union[str, Sequence[Any], Mapping[str, Any]]) -> Document:
+    return _index_document(_index_list(keys))
 
 
 def _index_name(keys: Mapping[str, Any]) -> str:
     return "_".join(f"{key}_{value}" for key, value in keys.items())
+
+
+_SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _field_name(name: str) -> str:
+    """A command option given in snake_case as the server spells it: ``max_time_ms`` is
+    ``maxTimeMS``, ``allow_disk_use`` is ``allowDiskUse``; other names as they are."""
+    if "_" not in name or not _SNAKE_CASE.fullmatch(name):
+        return name
+    first, *rest = name.split("_")
+    text = first + "".join(part[:1].upper() + part[1:] for part in rest)
+    return text[: -len("Ms")] + "MS" if text.endswith("Ms") else text
+
+
+def _command_fields(options: Mapping[str, Any]) -> Document:
+    """The command fields ``**kwargs`` give, as pymongo passes them (``maxTimeMS=100``),
+    with mongocore's snake_case spellings (``max_time_ms=100``) too; None is "not
+    given"."""
+    return {_field_name(key): value for key, value in options.items() if value is not None}
 
 
 def _options(**options: Any) -> Document:

@@ -186,7 +186,11 @@ class _BulkWrite:
 
     def _body(self, kind: str) -> Document:
         body: Document = {kind: self.collection.name, "ordered": self.ordered}
-        return self.collection._write_command_fields(body, **self.options)
+        options = self.options
+        if kind == "insert" and "let" in options:
+            # let is a field of update and delete (an insert has no expressions).
+            options = {name: value for name, value in options.items() if name != "let"}
+        return self.collection._write_command_fields(body, **options)
 
     def _merge(self, group: _Batch, indexes: range, reply: Mapping[str, Any]) -> None:
         self.last_reply = reply

@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional, Union
 
 from bson import ObjectId
 
@@ -155,8 +155,6 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         )
         self._read_concern = ReadConcern(self._options.read_concern_level)
         self._session_pool: ServerSessionPool = ServerSessionPool()
-        #: ``client.name`` and ``client[name]``: each Database once (they are immutable).
-        self._databases: dict[str, Database] = {}
         self._cluster_clock: ClusterClock = ClusterClock()
         self._executor_instance: Optional[Executor] = None  # see _executor
         self._topology.open()
@@ -232,25 +230,29 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
     # constructing a client does not need them (nor importing mongocore).
 
     def __getitem__(self, name: str) -> Database:
-        database = self._databases.get(name) if type(name) is str else None
-        if database is None:
-            from mongocore.api.database import Database  # noqa: PLC0415
+        from mongocore.api.database import Database  # noqa: PLC0415
 
-            database = Database(self, name)  # checks the name
-            self._databases[name] = database
-        return database
+        return Database(self, name)  # checks the name
 
     def __getattr__(self, name: str) -> Database:
+        """``client.name`` is ``client["name"]``, through ``__getitem__`` each time (as
+        in pymongo: a subclass's ``__getitem__`` decides what it returns)."""
         if name.startswith("_"):
             raise AttributeError(
-                f"Client has no attribute {name!r}. To reach the database {name!r},"
-                f" use client[{name!r}]."
+                f"{type(self).__name__} has no attribute {name!r}. To reach the database"
+                f" {name!r}, use client[{name!r}]."
             )
-        database = self[name]
-        # The next ``client.name`` finds it without this call: the names written as
-        # attributes are the program's own, and it is the Database client[name] keeps.
-        self.__dict__[name] = database
-        return database
+        return self.__getitem__(name)
+
+    # Iterating a client is a mistake: without these, Python would iterate it through
+    # __getitem__ with 0, 1, 2, ...
+    def __iter__(self) -> Client:
+        return self
+
+    def __next__(self) -> NoReturn:
+        raise TypeError(f"'{type(self).__name__}' object is not iterable")
+
+    next = __next__
 
     def get_database(
         self,
@@ -294,7 +296,6 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
 
     def start_session(
         self,
-        *,
         causal_consistency: Optional[bool] = None,
         default_transaction_options: Optional[TransactionOptions] = None,
         snapshot: bool = False,
@@ -429,8 +430,8 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
     def __exit__(
         self,
         exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_val: Optional[BaseException],
+        exc_tb: Optional[TracebackType],
     ) -> None:
         self.close()
 

@@ -10,10 +10,11 @@ argument and otherwise reads from the primary, ignoring the client's default; th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional, cast
+from typing import TYPE_CHECKING, Any, Optional, Union, cast
 
 from mongocore.core.retry_policy import RetryKind, is_acknowledged
 from mongocore.core.selection.read_preference import PRIMARY, Mode, ReadPreference
+from mongocore.errors import write_concern_error_from_reply
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
@@ -67,37 +68,34 @@ class ClientCommands:
     def list_databases(
         self,
         session: Optional[ClientSession] = None,
-        *,
-        filter: Optional[Mapping[str, Any]] = None,
-        name_only: Optional[bool] = None,
-        authorized_databases: Optional[bool] = None,
         comment: Any = None,
+        *,
         timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> CommandCursor:
         """The databases of the deployment (listDatabases; a retryable read).
 
-        A "should-use-primary" helper (server selection, "Use of read preferences with
+        ``kwargs`` are the command's fields as pymongo takes them (``filter={...}``,
+        ``nameOnly=True``, ``authorizedDatabases=True``) or in snake_case. A
+        "should-use-primary" helper (server selection, "Use of read preferences with
         commands"): it reads from the primary and takes no read preference."""
         self._check_open()
         # Sessions and operations load with the first operation, not with the client.
+        from mongocore.api.arguments import _command_fields  # noqa: PLC0415 - see above
         from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
         from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
+        fields = _command_fields(kwargs)
+        if "filter" in fields:
+            fields["filter"] = dict(fields["filter"])
+        if comment is not None:
+            fields["comment"] = comment
         owned = session is None
         # An implicit session (ClientSession's third argument) unless one is given.
         use = ClientSession(cast("Client", self), None, True) if session is None else session
 
         def build(ctx: AttemptContext) -> Command:
-            body: dict[str, Any] = {"listDatabases": 1}
-            if filter is not None:
-                body["filter"] = dict(filter)
-            if name_only is not None:
-                body["nameOnly"] = name_only
-            if authorized_databases is not None:
-                body["authorizedDatabases"] = authorized_databases
-            if comment is not None:
-                body["comment"] = comment
-            return Command(body)
+            return Command({"listDatabases": 1, **fields})
 
         op = new_operation(
             name="listDatabases",
@@ -124,16 +122,39 @@ class ClientCommands:
         self, session: Optional[ClientSession] = None, comment: Any = None
     ) -> list[str]:
         """The names of the deployment's databases (listDatabases with nameOnly)."""
-        with self.list_databases(session, name_only=True, comment=comment) as cursor:
+        with self.list_databases(session, comment, nameOnly=True) as cursor:
             return [str(d["name"]) for d in cursor]
 
-    def drop_database(self, name: str, session: Optional[ClientSession] = None) -> None:
-        """Drop a database (dropDatabase, never retried)."""
-        self[name]  # checks the name
+    def drop_database(
+        self,
+        name_or_database: Union[str, Database],
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+    ) -> None:
+        """Drop a database, given by name or as a Database (dropDatabase, never
+        retried)."""
+        from mongocore.api.database import Database, _check_name  # noqa: PLC0415
+
+        name = (
+            name_or_database.name if isinstance(name_or_database, Database) else (name_or_database)
+        )
+        if not isinstance(name, str):
+            raise TypeError(
+                f"name_or_database must be a string or a Database, not {type(name).__name__}"
+            )
+        if name != "$external":
+            _check_name(name)
         command: dict[str, Any] = {"dropDatabase": 1}
-        if not self._write_concern.is_server_default:
+        if comment is not None:
+            command["comment"] = comment
+        if not self._write_concern.is_server_default and not (
+            session is not None and session.in_transaction
+        ):
             command["writeConcern"] = self._write_concern.document
-        self.command(name, command, session=session)
+        reply = self.command(name, command, session=session)
+        error = write_concern_error_from_reply(reply)
+        if error is not None:
+            raise error
 
     def server_info(self, session: Optional[ClientSession] = None) -> dict[str, Any]:
         """The server's buildInfo (version, versionArray, gitVersion, ...), from the

@@ -193,8 +193,8 @@ class ClientSession(TransactionMixin):
     def __exit__(
         self,
         exc_type: Optional[type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_val: Optional[BaseException],
+        exc_tb: Optional[TracebackType],
     ) -> None:
         self.end_session()
 

@@ -26,7 +26,8 @@ returned as plain dicts.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Mapping
+from typing import Any, NoReturn, Optional
 
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import _check_collection_name
@@ -41,6 +42,8 @@ from mongocore.errors import InvalidName
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
+__all__ = ["Collection"]
+
 
 class Collection(CollectionWrites, CollectionReads, CollectionIndexes, CollectionWatch):
     """A collection: ``client["db"]["coll"]`` or ``client.db.coll``. Thread-safe; makes
@@ -51,6 +54,7 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
         return Collection(
             self._database,
             f"{self._name}.{name}",
+            False,
             codec_options=self._codec_options,
             read_preference=self._read_preference,
             write_concern=self._write_concern,
@@ -58,13 +62,31 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
         )
 
     def __getattr__(self, name: str) -> Collection:
+        """``collection.sub`` is ``collection["sub"]``, through ``__getitem__`` each
+        time (as in pymongo: a subclass's ``__getitem__`` decides)."""
         if name.startswith("_"):
             full_name = f"{self._name}.{name}"
             raise AttributeError(
-                f"Collection has no attribute {name!r}. To reach the collection"
+                f"{type(self).__name__} has no attribute {name!r}. To reach the collection"
                 f" {full_name!r}, use database[{full_name!r}]."
             )
-        return self[name]
+        return self.__getitem__(name)
+
+    # Iterating a collection is a mistake: without these, Python would iterate it
+    # through __getitem__ with 0, 1, 2, ... (sub-collections "coll.0", "coll.1", ...).
+    def __iter__(self) -> Collection:
+        return self
+
+    def __next__(self) -> NoReturn:
+        raise TypeError(f"'{type(self).__name__}' object is not iterable")
+
+    next = __next__
+
+    def __bool__(self) -> NoReturn:
+        raise NotImplementedError(
+            f"{type(self).__name__} objects do not implement truth value testing or"
+            " bool(). Please compare with None instead: collection is not None"
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         method = self._name.rpartition(".")[2]
@@ -84,6 +106,7 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
         return Collection(
             self._database,
             self._name,
+            False,
             codec_options=codec_options or self._codec_options,
             read_preference=read_preference or self._read_preference,
             write_concern=write_concern or self._write_concern,
@@ -102,7 +125,7 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
         return hash((self._database, self._name))
 
     def __repr__(self) -> str:
-        return f"Collection({self.full_name!r})"
+        return f"{type(self).__name__}({self._database!r}, {self._name!r})"
 
     def rename(
         self,
@@ -135,6 +158,12 @@ class Collection(CollectionWrites, CollectionReads, CollectionIndexes, Collectio
                 return options
         return {}
 
-    def drop(self, session: Optional[ClientSession] = None) -> None:
-        """Drop the collection; a missing collection is not an error."""
-        self._database.drop_collection(self._name, session=session)
+    def drop(
+        self,
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        encrypted_fields: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Drop the collection; a missing collection is not an error.
+        ``encrypted_fields`` (queryable encryption) is not supported."""
+        self._database.drop_collection(self._name, session, comment, encrypted_fields)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, cast
 
-from mongocore.api.arguments import _raise_write_concern_error
+from mongocore.api.arguments import (
+    _collation_document,
+    _command_fields,
+    _raise_write_concern_error,
+)
 from mongocore.api.client_session import ClientSession
 from mongocore.api.target import _Target
 from mongocore.api.types import Document
@@ -37,14 +43,17 @@ class CollectionBase(_Target):
     """A collection's database, name and options; its reads, writes and index methods
     are mixins over this base, assembled by :class:`~mongocore.api.collection.Collection`."""
 
-    def __init__(  # noqa: PLR0917 - positional as pymongo's
+    def __init__(  # noqa: PLR0917 - pymongo's parameters, positional as its
         self,
         database: Database,
         name: str,
+        create: Optional[bool] = False,
         codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
+        session: Optional[ClientSession] = None,
+        **kwargs: Any,
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"name must be an instance of str, not {type(name)}")
@@ -56,6 +65,15 @@ class CollectionBase(_Target):
         self._read_preference = read_preference or database.read_preference
         self._write_concern = write_concern or database.write_concern
         self._read_concern = read_concern or database.read_concern
+        if create or kwargs:
+            # pymongo deprecates these too (Database.create_collection creates).
+            warnings.warn(
+                "The `create` and `kwargs` arguments to Collection are deprecated and "
+                "will be removed in PyMongo 5.0",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self._create(kwargs, session)
 
     @property
     def name(self) -> str:
@@ -68,6 +86,28 @@ class CollectionBase(_Target):
     @property
     def database(self) -> Database:
         return self._database
+
+    def _create(self, options: Mapping[str, Any], session: Optional[ClientSession]) -> None:
+        """The create command of this collection, ``options`` its fields (pymongo's
+        spelling or snake_case; ``collation`` a document or a Collation)."""
+        body: Document = {"create": self._name}
+        fields = _command_fields(options)
+        if "size" in fields:
+            # The server takes the size of a capped collection as a number.
+            fields["size"] = float(fields["size"])
+        if "collation" in fields:
+            fields["collation"] = _collation_document(fields["collation"])
+        body.update(fields)
+        if (
+            "writeConcern" not in body
+            and not self._write_concern.is_server_default
+            and not (session is not None and session.in_transaction)
+        ):
+            body["writeConcern"] = self._write_concern.document
+        reply = self._client.command(
+            self._database.name, body, None, session=session, operation_name="createCollection"
+        )
+        _raise_write_concern_error(reply)
 
     def _admin_command(
         self,

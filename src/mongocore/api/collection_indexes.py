@@ -13,6 +13,7 @@ from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.command_cursor import CommandCursor, _cursor_options
 from mongocore.api.cursor_options import IndexSpec
+from mongocore.api.index_model import IndexModel
 from mongocore.api.types import Document
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.io.operation import AttemptContext, Command
@@ -22,10 +23,10 @@ class CollectionIndexes(CollectionBase):
     def list_indexes(
         self,
         session: Optional[ClientSession] = None,
+        comment: Any = None,
         *,
         batch_size: Optional[int] = None,
         timeout_ms: Optional[float] = None,
-        comment: Any = None,
     ) -> CommandCursor:
         """The collection's indexes (listIndexes; a retryable read). A collection that
         does not exist has none.
@@ -81,9 +82,7 @@ class CollectionIndexes(CollectionBase):
         command_options: Document = {
             k: kwargs.pop(k) for k in ("maxTimeMS", "commitQuorum") if k in kwargs
         }
-        key_doc = _index_keys(keys)
-        name = kwargs.pop("name", None) or _index_name(key_doc)
-        index: Document = {"key": key_doc, "name": name, **kwargs}
+        index = IndexModel(keys, **kwargs).document
         return self._create_indexes([index], session, comment, command_options)[0]
 
     def create_indexes(

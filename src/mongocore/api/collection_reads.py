@@ -7,84 +7,41 @@ Spec: CRUD ("Read"); which reads are retryable is the retryable-reads seed's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional
 
-from mongocore.api.arguments import _collation_document, _hint, _options
+from mongocore.api.arguments import (
+    _check_filter,
+    _collation_document,
+    _collation_or_none,
+    _command_fields,
+    _hint,
+    _options,
+)
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import CollectionBase
-from mongocore.api.command_cursor import CommandCursor, _aggregate
+from mongocore.api.command_cursor import CommandCursor, _aggregate, _aggregate_options
 from mongocore.api.cursor import Cursor, find_first
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
-from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
+from mongocore.api.types import Document, Filter, Hint
 from mongocore.core import codec
 from mongocore.core.selection.read_preference import ReadPreference
-from mongocore.errors import (
-    OperationFailure,
-)
+from mongocore.errors import ConfigurationError, OperationFailure
 from mongocore.io.operation import AttemptContext, Command
 
 
 class CollectionReads(CollectionBase):
     # --- reads -----------------------------------------------------------------------------
 
-    def find(
-        self,
-        filter: Optional[Filter] = None,
-        projection: Projection = None,
-        skip: int = 0,
-        limit: int = 0,
-        *,
-        no_cursor_timeout: Optional[bool] = None,
-        sort: SortSpec = None,
-        allow_partial_results: Optional[bool] = None,
-        batch_size: Optional[int] = None,
-        hint: Hint = None,
-        max_time_ms: Optional[int] = None,
-        comment: Any = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        allow_disk_use: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
-        max: Optional[Union[Sequence[tuple[str, Any]], Mapping[str, Any]]] = None,
-        min: Optional[Union[Sequence[tuple[str, Any]], Mapping[str, Any]]] = None,
-        return_key: Optional[bool] = None,
-        show_record_id: Optional[bool] = None,
-        session: Optional[ClientSession] = None,
-        read_preference: Optional[ReadPreference] = None,
-        timeout_ms: Optional[float] = None,
-    ) -> Cursor:
+    def find(self, *args: Any, **kwargs: Any) -> Cursor:
         """A cursor over the matching documents; nothing is sent until it is iterated.
 
-        The find command is a retryable read; its getMores are not retried.
+        Takes the parameters of :class:`~mongocore.api.cursor.Cursor` (pymongo's:
+        ``filter``, ``projection``, ``skip``, ``limit``, ``no_cursor_timeout``,
+        ``cursor_type``, ``sort``, ... ``let``, positional as there), and mongocore's
+        keyword-only ``read_preference`` and ``timeout_ms``. The find command is a
+        retryable read; its getMores are not retried.
         """
-        cursor = Cursor(
-            self._collection(),
-            filter,
-            projection,
-            skip=skip,
-            limit=limit,
-            sort=sort,
-            batch_size=batch_size,
-            session=session,
-            read_preference=read_preference,
-            timeout_ms=timeout_ms,
-            options=_options(
-                hint=None if hint is None else _hint(hint),
-                maxTimeMS=max_time_ms,
-                comment=comment,
-                collation=None if collation is None else dict(collation),
-                allowDiskUse=allow_disk_use,
-                let=None if let is None else dict(let),
-                noCursorTimeout=no_cursor_timeout,
-                allowPartialResults=allow_partial_results,
-                returnKey=return_key,
-                showRecordId=show_record_id,
-            ),
-        )
-        if max is not None:
-            cursor.max(max)
-        if min is not None:
-            cursor.min(min)
-        return cursor
+        return Cursor(self, *args, **kwargs)  # type: ignore[arg-type]
 
     def find_one(self, filter: Any = None, *args: Any, **kwargs: Any) -> Optional[Document]:
         """The first matching document, or None (a retryable read). A ``filter`` that is
@@ -106,17 +63,21 @@ class CollectionReads(CollectionBase):
         self,
         pipeline: Sequence[Mapping[str, Any]],
         session: Optional[ClientSession] = None,
+        let: Optional[Mapping[str, Any]] = None,
+        comment: Any = None,
         *,
-        batch_size: Optional[int] = None,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
-        **options: Any,
+        **kwargs: Any,
     ) -> CommandCursor:
         """Run an aggregation pipeline. Retryable unless it ends with $out or $merge
         (then it writes, on the primary, and is never retried).
 
-        ``options`` are command fields, in the command's spelling or snake_case
-        (``allow_disk_use=True``, ``maxTimeMS=100``, ``let={...}``, ``hint=...``).
+        ``kwargs`` are the aggregate command's options as pymongo takes them
+        (``allowDiskUse=True``, ``maxTimeMS=100``, ``hint=...``, ``collation=...``;
+        ``batchSize=5`` is the cursor's batch size, sent as ``cursor.batchSize``, and
+        ``maxAwaitTimeMS`` the getMores' ``maxTimeMS``), or in snake_case
+        (``allow_disk_use=True``, ``batch_size=5``).
         """
         return _aggregate(
             self._database,
@@ -124,10 +85,9 @@ class CollectionReads(CollectionBase):
             self._name,
             pipeline,
             session,
-            batch_size=batch_size,
             read_preference=read_preference,
             timeout_ms=timeout_ms,
-            options=options,
+            options=_aggregate_options(kwargs, let, comment),
             collection=self._collection(),
         )
 
@@ -135,32 +95,33 @@ class CollectionReads(CollectionBase):
         self,
         key: str,
         filter: Optional[Filter] = None,
-        *,
         session: Optional[ClientSession] = None,
+        comment: Any = None,
+        hint: Hint = None,
+        *,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        comment: Any = None,
-        max_time_ms: Optional[int] = None,
-        hint: Hint = None,
+        **kwargs: Any,
     ) -> list[Any]:
-        """The distinct values of ``key`` among matching documents (a retryable read)."""
+        """The distinct values of ``key`` among matching documents (a retryable read).
+
+        ``kwargs`` are distinct's options (``maxTimeMS``, ``collation``), as pymongo
+        takes them or in snake_case."""
         if not isinstance(key, str):
-            raise TypeError("key must be a string")
+            raise TypeError(f"key must be a string, not {type(key).__name__}")
+        fields = _command_fields(kwargs)
+        collation = _collation_or_none(fields.pop("collation", None))
+        if filter is not None:
+            fields["query"] = dict(filter)
+        if comment is not None:
+            fields["comment"] = comment
+        if hint is not None:
+            fields["hint"] = _hint(hint)
+        if collation is not None:
+            fields["collation"] = collation
 
         def build(ctx: AttemptContext) -> Command:
-            body: Document = {"distinct": self._name, "key": key}
-            if filter is not None:
-                body["query"] = dict(filter)
-            body.update(
-                _options(
-                    collation=None if collation is None else dict(collation),
-                    comment=comment,
-                    maxTimeMS=max_time_ms,
-                    hint=None if hint is None else _hint(hint),
-                )
-            )
-            return Command(body)
+            return Command({"distinct": self._name, "key": key, **fields})
 
         reply = self._simple_read("distinct", build, session, read_preference, timeout_ms)
         values = list(reply.get("values", []))
@@ -169,40 +130,38 @@ class CollectionReads(CollectionBase):
     def count_documents(
         self,
         filter: Filter,
-        *,
-        skip: Optional[int] = None,
-        limit: Optional[int] = None,
-        hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        max_time_ms: Optional[int] = None,
-        comment: Any = None,
         session: Optional[ClientSession] = None,
+        comment: Any = None,
+        *,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> int:
-        """The exact number of matching documents (an aggregation; a retryable read)."""
+        """The exact number of matching documents (an aggregation; a retryable read).
+
+        ``kwargs``: ``skip``, ``limit``, ``maxTimeMS``, ``collation``, ``hint`` (as in
+        pymongo; snake_case too)."""
+        _check_filter(filter)
+        fields = _command_fields(kwargs)
         pipeline: list[Document] = [{"$match": dict(filter)}]
-        if skip:
-            pipeline.append({"$skip": int(skip)})
-        if limit:
-            pipeline.append({"$limit": int(limit)})
+        if "skip" in fields:
+            pipeline.append({"$skip": fields.pop("skip")})
+        if "limit" in fields:
+            pipeline.append({"$limit": fields.pop("limit")})
         pipeline.append({"$group": {"_id": 1, "n": {"$sum": 1}}})
-        options = _options(
-            hint=None if hint is None else _hint(hint),
-            collation=None if collation is None else dict(collation),
-            maxTimeMS=max_time_ms,
-            comment=comment,
-        )
+        if comment is not None:
+            fields["comment"] = comment
+        if "hint" in fields:
+            fields["hint"] = _hint(fields["hint"])
         with _aggregate(
             self._database,
             self._database.name,
             self._name,
             pipeline,
             session,
-            batch_size=None,
             read_preference=read_preference,
             timeout_ms=timeout_ms,
-            options=options,
+            options=fields,
             collection=self._collection(),
             # Server selection logs the helper's name, not the aggregate it runs.
             operation_name="countDocuments",
@@ -213,21 +172,25 @@ class CollectionReads(CollectionBase):
 
     def estimated_document_count(
         self,
-        *,
-        max_time_ms: Optional[int] = None,
         comment: Any = None,
+        *,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> int:
         """The collection's document count from its metadata (count; a retryable read).
 
-        Takes no session, as the sessions spec asks.
+        ``kwargs``: ``maxTimeMS`` (or ``max_time_ms``). Takes no session, as the
+        sessions spec asks (``session=`` raises ConfigurationError, as in pymongo).
         """
+        if "session" in kwargs:
+            raise ConfigurationError("estimated_document_count does not support sessions")
+        fields = _command_fields(kwargs)
+        if comment is not None:
+            fields["comment"] = comment
 
         def build(ctx: AttemptContext) -> Command:
-            return Command(
-                {"count": self._name, **_options(maxTimeMS=max_time_ms, comment=comment)}
-            )
+            return Command({"count": self._name, **fields})
 
         try:
             reply = self._simple_read("count", build, None, read_preference, timeout_ms)

@@ -6,13 +6,15 @@ retryable-writes seed's "Supported Write Operations".
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Final, Optional, Union
 
 from mongocore.api.arguments import (
+    _check_filter,
     _check_replacement,
     _check_update,
+    _collation_or_none,
+    _command_fields,
     _hint,
     _options,
     _projection,
@@ -43,7 +45,7 @@ from mongocore.api.results import (
     InsertOneResult,
     UpdateResult,
 )
-from mongocore.api.types import Document, Filter, Hint, Projection, SortSpec
+from mongocore.api.types import CollationSpec, Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.address import Address
 from mongocore.core.retry_policy import RetryKind
@@ -55,11 +57,14 @@ _WRITE = RetryKind.WRITE  # bound once: an enum member read from its class costs
 _NONE = RetryKind.NONE
 
 
-class ReturnDocument(enum.Enum):
-    """Which document find_one_and_replace/update return: before or after the change."""
+class ReturnDocument:
+    """Which document find_one_and_replace/update return: before or after the change.
 
-    BEFORE = False
-    AFTER = True
+    As in pymongo, the two values are the booleans of findAndModify's ``new``:
+    ``return_document=True`` is ``ReturnDocument.AFTER``."""
+
+    BEFORE: Final = False
+    AFTER: Final = True
 
 
 class CollectionWrites(CollectionBase):
@@ -92,7 +97,7 @@ class CollectionWrites(CollectionBase):
         return self._run(op)
 
     def _write_command_fields(self, body: Document, **options: Any) -> Document:
-        if not self._write_concern.is_server_default:
+        if "writeConcern" not in body and not self._write_concern.is_server_default:
             body["writeConcern"] = self._write_concern.document
         body.update(_options(**options))
         return body
@@ -100,11 +105,11 @@ class CollectionWrites(CollectionBase):
     def insert_one(
         self,
         document: Mapping[str, Any],
-        *,
         bypass_document_validation: Optional[bool] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> InsertOneResult:
         """Insert one document (a retryable write). A missing ``_id`` is generated."""
         # The bulk machinery's result, without its per-call work: one statement is one
@@ -166,11 +171,11 @@ class CollectionWrites(CollectionBase):
         self,
         documents: Iterable[Mapping[str, Any]],
         ordered: bool = True,
-        *,
         bypass_document_validation: Optional[bool] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> InsertManyResult:
         """Insert documents, split into as few commands as the server's limits allow
         (a retryable write: each command has its own transaction number)."""
@@ -223,21 +228,21 @@ class CollectionWrites(CollectionBase):
             raw["updatedExisting"] = bool(raw.get("n"))
         return UpdateResult(raw, True)
 
-    def update_one(
+    def update_one(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         upsert: bool = False,
-        *,
+        bypass_document_validation: Optional[bool] = None,
+        collation: Optional[CollationSpec] = None,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
-        comment: Any = None,
+        let: Optional[Mapping[str, Any]] = None,
         sort: Optional[Mapping[str, Any]] = None,
+        comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> UpdateResult:
         """Update the first document matching ``filter`` (a retryable write); with
         ``sort`` (MongoDB 8.0+), the first in that order."""
@@ -259,20 +264,20 @@ class CollectionWrites(CollectionBase):
             let=let,
         )
 
-    def update_many(
+    def update_many(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         upsert: bool = False,
-        *,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
-        hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
         bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
+        hint: Hint = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> UpdateResult:
         """Update every document matching ``filter`` (never retried)."""
         model = UpdateMany(
@@ -287,20 +292,20 @@ class CollectionWrites(CollectionBase):
             let=let,
         )
 
-    def replace_one(
+    def replace_one(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         replacement: Mapping[str, Any],
         upsert: bool = False,
-        *,
-        hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
         bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
+        hint: Hint = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
-        comment: Any = None,
+        let: Optional[Mapping[str, Any]] = None,
         sort: Optional[Mapping[str, Any]] = None,
+        comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> UpdateResult:
         """Replace the first document matching ``filter`` (a retryable write); with
         ``sort`` (MongoDB 8.0+), the first in that order."""
@@ -336,16 +341,16 @@ class CollectionWrites(CollectionBase):
             return DeleteResult(None, False)
         return DeleteResult(reply, True)
 
-    def delete_one(
+    def delete_one(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
-        *,
+        collation: Optional[CollationSpec] = None,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> DeleteResult:
         """Delete the first document matching ``filter`` (a retryable write)."""
         return self._delete(
@@ -356,16 +361,16 @@ class CollectionWrites(CollectionBase):
             let=let,
         )
 
-    def delete_many(
+    def delete_many(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
-        *,
+        collation: Optional[CollationSpec] = None,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> DeleteResult:
         """Delete every document matching ``filter`` (never retried)."""
         return self._delete(
@@ -376,16 +381,16 @@ class CollectionWrites(CollectionBase):
             let=let,
         )
 
-    def bulk_write(
+    def bulk_write(  # noqa: PLR0917 - positional as pymongo's
         self,
         requests: Sequence[WriteModel],
         ordered: bool = True,
-        *,
         bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
         comment: Any = None,
+        let: Optional[Mapping[str, Any]] = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> BulkWriteResult:
         """Run a list of write requests (InsertOne, UpdateOne, UpdateMany, ReplaceOne,
         DeleteOne, DeleteMany).
@@ -453,38 +458,69 @@ class CollectionWrites(CollectionBase):
         projection: Projection,
         sort: SortSpec,
         upsert: Optional[bool],
-        return_document: ReturnDocument,
+        return_document: bool,
         session: Optional[ClientSession],
         timeout_ms: Optional[float],
+        hint: Hint,
+        let: Optional[Mapping[str, Any]],
+        comment: Any,
+        options: Mapping[str, Any],
         remove: bool = False,
         update: Any = None,
-        **options: Any,
+        array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
     ) -> Optional[Document]:
-        if not isinstance(return_document, ReturnDocument):
-            raise TypeError("return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER")
+        _check_filter(filter)
+        # pymongo's ReturnDocument.BEFORE and AFTER are False and True.
+        if not isinstance(return_document, bool):
+            raise TypeError(
+                "return_document must be ReturnDocument.BEFORE or ReturnDocument.AFTER"
+                f" (False or True), not {return_document!r}"
+            )
+        if upsert is not None and not isinstance(upsert, bool):
+            raise TypeError(f"upsert must be True or False, not {upsert!r}")
+        if array_filters is not None and not isinstance(array_filters, (list, tuple)):
+            raise TypeError(
+                f"array_filters must be a list of documents, not {type(array_filters).__name__}"
+            )
+        fields = _command_fields(options)
+        # The command's own fields are given by the parameters, not by kwargs.
+        for reserved in ("findAndModify", "query", "update", "remove", "new"):
+            if reserved in fields:
+                raise TypeError(f"{reserved!r} cannot be given as a keyword argument")
+        collation = _collation_or_none(fields.pop("collation", None))
         write_concern = self._write_concern
         owned = session is None
         use = self._write_session(session, write_concern)
-        fields = _projection(projection)
-        sort_doc = _sort_document(sort)
-        hint = options.pop("hint", None)
+        projected = _projection(projection)
+        sort_doc = None if sort is None else _sort_document(sort)
+        hint_doc = None if hint is None else _hint(hint)
 
         def build(ctx: AttemptContext) -> Command:
             body: Document = {"findAndModify": self._name, "query": dict(filter)}
-            if sort_doc is not None:
-                body["sort"] = sort_doc
+            # (``new`` always, as pymongo sends it: False for a delete.)
+            body["new"] = return_document
             if remove:
                 body["remove"] = True
             else:
                 body["update"] = update
-                body["new"] = return_document.value
-                if upsert:
-                    body["upsert"] = True
-            if fields is not None:
-                body["fields"] = fields
-            if hint is not None:
-                body["hint"] = _hint(hint)
-            return Command(self._write_command_fields(body, **options))
+            if let is not None:
+                body["let"] = dict(let)
+            if comment is not None:
+                body["comment"] = comment
+            body.update(fields)
+            if projected is not None:
+                body["fields"] = projected
+            if sort_doc is not None:
+                body["sort"] = sort_doc
+            if upsert is not None:
+                body["upsert"] = upsert
+            if array_filters is not None:
+                body["arrayFilters"] = list(array_filters)
+            if hint_doc is not None:
+                body["hint"] = hint_doc
+            if collation is not None:
+                body["collation"] = collation
+            return Command(self._write_command_fields(body))
 
         try:
             reply = self._write(
@@ -503,21 +539,23 @@ class CollectionWrites(CollectionBase):
             return dict(value)
         return codec.decode_document(value, self._decoding)  # type: ignore[no-any-return]
 
-    def find_one_and_delete(
+    def find_one_and_delete(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         projection: Projection = None,
         sort: SortSpec = None,
-        *,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
-        max_time_ms: Optional[int] = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> Optional[Document]:
-        """Delete the first matching document and return it (a retryable write)."""
+        """Delete the first matching document and return it (a retryable write).
+
+        ``kwargs`` are findAndModify fields (``maxTimeMS``, ``collation``, ...), as in
+        pymongo; mongocore also takes them in snake_case (``max_time_ms``)."""
         return self._find_and_modify(
             filter,
             projection=projection,
@@ -526,33 +564,33 @@ class CollectionWrites(CollectionBase):
             return_document=ReturnDocument.BEFORE,
             session=session,
             timeout_ms=timeout_ms,
-            remove=True,
             hint=hint,
-            collation=collation,
             let=let,
             comment=comment,
-            maxTimeMS=max_time_ms,
+            options=kwargs,
+            remove=True,
         )
 
-    def find_one_and_replace(  # noqa: PLR0917 - positional like other drivers
+    def find_one_and_replace(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         replacement: Mapping[str, Any],
         projection: Projection = None,
         sort: SortSpec = None,
         upsert: bool = False,
-        return_document: ReturnDocument = ReturnDocument.BEFORE,
-        *,
+        return_document: bool = ReturnDocument.BEFORE,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
-        max_time_ms: Optional[int] = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> Optional[Document]:
-        """Replace the first matching document; return it before or after (retryable)."""
+        """Replace the first matching document; return it before or after (retryable).
+
+        ``kwargs`` are findAndModify fields (``maxTimeMS``, ``collation``,
+        ``bypassDocumentValidation``, ...), in pymongo's spelling or snake_case."""
         _check_replacement(replacement)
         return self._find_and_modify(
             filter,
@@ -562,35 +600,34 @@ class CollectionWrites(CollectionBase):
             return_document=return_document,
             session=session,
             timeout_ms=timeout_ms,
-            update=dict(replacement),
             hint=hint,
-            collation=collation,
-            bypassDocumentValidation=bypass_document_validation,
             let=let,
             comment=comment,
-            maxTimeMS=max_time_ms,
+            options=kwargs,
+            update=dict(replacement),
         )
 
-    def find_one_and_update(  # noqa: PLR0917 - positional like other drivers
+    def find_one_and_update(  # noqa: PLR0917 - positional as pymongo's
         self,
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         projection: Projection = None,
         sort: SortSpec = None,
         upsert: bool = False,
-        return_document: ReturnDocument = ReturnDocument.BEFORE,
-        *,
+        return_document: bool = ReturnDocument.BEFORE,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
         hint: Hint = None,
-        collation: Optional[Mapping[str, Any]] = None,
-        bypass_document_validation: Optional[bool] = None,
-        let: Optional[Mapping[str, Any]] = None,
         session: Optional[ClientSession] = None,
-        timeout_ms: Optional[float] = None,
+        let: Optional[Mapping[str, Any]] = None,
         comment: Any = None,
-        max_time_ms: Optional[int] = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> Optional[Document]:
-        """Update the first matching document; return it before or after (retryable)."""
+        """Update the first matching document; return it before or after (retryable).
+
+        ``kwargs`` are findAndModify fields (``maxTimeMS``, ``collation``,
+        ``bypassDocumentValidation``, ...), in pymongo's spelling or snake_case."""
         _check_update(update)
         return self._find_and_modify(
             filter,
@@ -600,12 +637,10 @@ class CollectionWrites(CollectionBase):
             return_document=return_document,
             session=session,
             timeout_ms=timeout_ms,
-            update=dict(update) if isinstance(update, Mapping) else list(update),
-            arrayFilters=None if array_filters is None else list(array_filters),
             hint=hint,
-            collation=collation,
-            bypassDocumentValidation=bypass_document_validation,
             let=let,
             comment=comment,
-            maxTimeMS=max_time_ms,
+            options=kwargs,
+            update=dict(update) if isinstance(update, Mapping) else list(update),
+            array_filters=array_filters,
         )

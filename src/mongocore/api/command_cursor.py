@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
+from mongocore.api.arguments import _collation_document, _command_fields, _options
 from mongocore.api.client_session import ClientSession
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND, _CursorBase
 from mongocore.api.target import _Target
@@ -15,9 +16,7 @@ from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.description.types import NO_WIRE_VERSIONS
 from mongocore.core.retry_policy import RetryKind
 from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.errors import (
-    OperationFailure,
-)
+from mongocore.errors import ConfigurationError, OperationFailure
 from mongocore.io.operation import AttemptContext, Command, CommandOutcome, new_operation
 
 if TYPE_CHECKING:
@@ -30,6 +29,21 @@ def _cursor_options(batch_size: Optional[int]) -> Document:
     return {} if batch_size is None else {"batchSize": int(batch_size)}
 
 
+def _aggregate_options(
+    kwargs: Mapping[str, Any], let: Optional[Mapping[str, Any]], comment: Any
+) -> Document:
+    """The fields of an aggregate that ``aggregate(pipeline, session, let, comment,
+    **kwargs)`` gives (kwargs in pymongo's spelling or snake_case)."""
+    fields = _command_fields(kwargs)
+    if let is not None:
+        if not isinstance(let, Mapping):
+            raise TypeError(f"let must be a mapping (a dict), not {type(let).__name__}")
+        fields["let"] = dict(let)
+    if comment is not None:
+        fields["comment"] = comment
+    return fields
+
+
 def _aggregate(
     target: Database,
     database: str,
@@ -37,33 +51,56 @@ def _aggregate(
     pipeline: Sequence[Mapping[str, Any]],
     session: Optional[ClientSession],
     *,
-    batch_size: Optional[int],
     read_preference: Optional[ReadPreference],
     timeout_ms: Optional[float],
     options: Mapping[str, Any],
     collection: Optional[Collection] = None,
     operation_name: Optional[str] = None,
 ) -> CommandCursor:
+    """Run an aggregate. ``options`` are its command fields (as _aggregate_options gives
+    them), but for what pymongo takes apart as it does: ``batchSize`` is the cursor's
+    (``cursor.batchSize`` and the getMores'), ``maxAwaitTimeMS`` the getMores'
+    ``maxTimeMS``, and ``collation`` a document or a Collation."""
+    if not isinstance(pipeline, (list, tuple)):
+        raise TypeError(f"pipeline must be a list, not {type(pipeline).__name__}")
+    fields = dict(options)
+    if "explain" in fields:
+        raise ConfigurationError(
+            "The explain option is not supported. Use Database.command instead."
+        )
+    for reserved in ("aggregate", "pipeline"):
+        if reserved in fields:
+            raise ConfigurationError(
+                f"The {reserved} option cannot be specified as a keyword argument."
+            )
+    batch_size = fields.pop("batchSize", None)
+    if batch_size is not None and (
+        not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0
+    ):
+        raise ValueError(f"batchSize must be a non-negative int, not {batch_size!r}")
+    max_await_time_ms = fields.pop("maxAwaitTimeMS", None)
+    if "collation" in fields:
+        fields["collation"] = _collation_document(fields["collation"])
+    cursor_given = fields.pop("cursor", None)
     stages = [dict(stage) for stage in pipeline]
     writes = bool(stages) and any(key in stages[-1] for key in ("$out", "$merge"))
-    fields: Document = {}
-    for key, value in options.items():
-        if value is None:
-            continue
-        fields[_camel(key)] = value
     scope: _Target = collection if collection is not None else target
     write_concern = scope.write_concern
     # A write stage runs on the primary, unless a non-primary read preference was asked
     # for and every known server is 5.0+ (wire version 13), which can run it elsewhere
     # (CRUD spec, "Aggregation pipelines with write stages").
     write_preference = _write_stage_read_preference(scope, read_preference) if writes else None
+    if cursor_given is not None:
+        cursor_document: Document = dict(cursor_given)
+    else:
+        # With $out or $merge the results are written, so no batch is asked for.
+        cursor_document = {} if writes else _cursor_options(batch_size)
 
     def build(ctx: AttemptContext) -> Command:
         body: Document = {"aggregate": aggregate, "pipeline": stages}
-        # With $out or $merge the results are written, so no batch is asked for.
-        body["cursor"] = {} if writes else _cursor_options(batch_size)
+        body["cursor"] = dict(cursor_document)
         body.update(fields)
-        if writes and not write_concern.is_server_default:
+        if writes and "writeConcern" not in body and not write_concern.is_server_default:
             body["writeConcern"] = write_concern.document
         return Command(body)
 
@@ -75,15 +112,15 @@ def _aggregate(
         session,
         read_preference=write_preference if writes else read_preference,
         timeout_ms=timeout_ms,
-        batch_size=batch_size,
+        batch_size=batch_size or None,
         retryable=not writes,
         read_concern=True,
         write=writes and write_preference is None,
         operation_name=operation_name,
     )
-    if "comment" in fields:
-        # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there).
-        cursor._get_more_options = {"comment": fields["comment"]}
+    # The comment also tags the cursor's getMores (MongoDB 4.4+ accepts it there), and
+    # maxAwaitTimeMS is their maxTimeMS, as pymongo sends them.
+    cursor._get_more_options = _options(comment=fields.get("comment"), maxTimeMS=max_await_time_ms)
     return cursor
 
 
@@ -111,14 +148,6 @@ def _write_stage_read_preference(
     if all(s.max_wire_version >= WRITE_STAGE_ON_SECONDARY_WIRE_VERSION for s in known):
         return preference
     return None
-
-
-def _camel(name: str) -> str:
-    if "_" not in name:
-        return name
-    first, *rest = name.split("_")
-    text = first + "".join(part[:1].upper() + part[1:] for part in rest)
-    return text.replace("Ms", "MS") if text.endswith("TimeMs") else text
 
 
 def _run_cursor_command(

@@ -6,11 +6,20 @@ import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from mongocore.api.arguments import _projection, _sort_document
+from bson.code import Code
+
+from mongocore.api.arguments import _collation_document, _projection, _sort_document
 from mongocore.api.client_session import ClientSession
 from mongocore.api.cursor_base import _cursor_id, _CursorBase
-from mongocore.api.cursor_options import FindModifiers, slice_bounds
-from mongocore.api.types import Document, Filter, Projection, SortSpec
+from mongocore.api.cursor_options import (
+    FindModifiers,
+    _bound_document,
+    _option_fields,
+    index_spec,
+    slice_bounds,
+)
+from mongocore.api.cursor_type import CursorType, check_cursor_type
+from mongocore.api.types import CollationSpec, Document, Filter, Hint, Projection, SortSpec
 from mongocore.core import codec
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import InvalidOperation, OperationFailure
@@ -31,43 +40,103 @@ class Cursor(FindModifiers, _CursorBase):
     exhaust (``close()`` or a ``with`` block): the server cursor is then killed.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0917 - pymongo's parameters, positional as its
         self,
         collection: Collection,
-        filter: Optional[Filter],
-        projection: Projection,
+        filter: Optional[Filter] = None,
+        projection: Projection = None,
+        skip: int = 0,
+        limit: int = 0,
+        no_cursor_timeout: bool = False,
+        cursor_type: int = CursorType.NON_TAILABLE,
+        sort: SortSpec = None,
+        allow_partial_results: bool = False,
+        oplog_replay: bool = False,
+        batch_size: int = 0,
+        collation: Optional[CollationSpec] = None,
+        hint: Hint = None,
+        max_scan: Optional[int] = None,
+        max_time_ms: Optional[int] = None,
+        max: Optional[SortSpec] = None,
+        min: Optional[SortSpec] = None,
+        return_key: Optional[bool] = None,
+        show_record_id: Optional[bool] = None,
+        snapshot: Optional[bool] = None,
+        comment: Any = None,
+        session: Optional[ClientSession] = None,
+        allow_disk_use: Optional[bool] = None,
+        let: Optional[Mapping[str, Any]] = None,
         *,
-        skip: int,
-        limit: int,
-        sort: SortSpec,
-        batch_size: Optional[int],
-        session: Optional[ClientSession],
-        read_preference: Optional[ReadPreference],
-        timeout_ms: Optional[float],
-        options: Mapping[str, Any],
+        read_preference: Optional[ReadPreference] = None,
+        timeout_ms: Optional[float] = None,
     ) -> None:
         super().__init__(collection.client)
         if session is not None:
             session._check_usable(collection.client)
         self._collection = collection
         self._decoding = collection._decoding
-        self._filter = dict(filter) if filter is not None else {}
-        self._projection = _projection(projection)
+        if filter is not None and type(filter) is not dict and not isinstance(filter, Mapping):
+            raise TypeError(f"filter must be a mapping (a dict), not {type(filter).__name__}")
+        self._filter = dict(filter) if filter else {}
+        self._projection = _projection(projection) or None
         self._skip = 0
         self._single_batch = False
         self._sort: Optional[Document] = None
         self._given_session = session
         self._read_preference = read_preference
         self._timeout_ms = timeout_ms
-        self._options = dict(options)
         #: Set by an empty slice: nothing is sent, nothing is returned.
         self._empty = False
+        check_cursor_type(cursor_type)
+        for name, flag in (
+            ("no_cursor_timeout", no_cursor_timeout),
+            ("allow_partial_results", allow_partial_results),
+            ("oplog_replay", oplog_replay),
+        ):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, not {flag!r}")
+        if allow_disk_use is not None and not isinstance(allow_disk_use, bool):
+            raise TypeError(f"allow_disk_use must be True or False, not {allow_disk_use!r}")
+        if let is not None and not isinstance(let, Mapping):
+            raise TypeError(f"let must be a mapping (a dict), not {type(let).__name__}")
+        # The find command's fields, in the order pymongo sends them.
+        self._options: dict[str, Any] = {}
+        options = self._options
+        if hint is not None:
+            options["hint"] = index_spec(hint)
+        if comment is not None:
+            options["comment"] = comment
+        if max_scan is not None:
+            options["maxScan"] = max_scan
+        if max_time_ms is not None:
+            options["maxTimeMS"] = max_time_ms
+        if max is not None:
+            options["max"] = _bound_document(max)
+        if min is not None:
+            options["min"] = _bound_document(min)
+        if return_key is not None:
+            options["returnKey"] = return_key
+        if show_record_id is not None:
+            options["showRecordId"] = show_record_id
+        if snapshot is not None:
+            options["snapshot"] = snapshot
+        if let is not None:
+            options["let"] = dict(let)
+        if collation is not None:
+            options["collation"] = _collation_document(collation)
+        if allow_disk_use is not None:
+            options["allowDiskUse"] = allow_disk_use
+        if oplog_replay:
+            options["oplogReplay"] = True
+        if no_cursor_timeout:
+            options["noCursorTimeout"] = True
+        if allow_partial_results:
+            options["allowPartialResults"] = True
         self.skip(skip)
         self.limit(limit)
         if sort is not None:
             self.sort(sort)
-        if batch_size is not None:
-            self.batch_size(batch_size)
+        self.batch_size(batch_size)
 
     @property
     def collection(self) -> Collection:
@@ -79,7 +148,7 @@ class Cursor(FindModifiers, _CursorBase):
 
     def limit(self, limit: int) -> Cursor:
         if not isinstance(limit, int) or isinstance(limit, bool):
-            raise TypeError("limit must be an int")
+            raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         self._check_not_started()
         self._single_batch = limit < 0
         self._limit = abs(limit)
@@ -87,16 +156,20 @@ class Cursor(FindModifiers, _CursorBase):
         return self
 
     def skip(self, skip: int) -> Cursor:
-        if not isinstance(skip, int) or isinstance(skip, bool) or skip < 0:
-            raise ValueError("skip must be a non-negative int")
+        if not isinstance(skip, int) or isinstance(skip, bool):
+            raise TypeError(f"skip must be an int, not {type(skip).__name__}")
+        if skip < 0:
+            raise ValueError("skip must be >= 0")
         self._check_not_started()
         self._skip = skip
         self._empty = False
         return self
 
     def batch_size(self, batch_size: int) -> Cursor:
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
-            raise ValueError("batch_size must be a non-negative int")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise TypeError(f"batch_size must be an int, not {type(batch_size).__name__}")
+        if batch_size < 0:
+            raise ValueError("batch_size must be >= 0")
         self._check_not_started()
         self._batch_size = batch_size or None
         return self
@@ -110,25 +183,73 @@ class Cursor(FindModifiers, _CursorBase):
         return self
 
     def clone(self) -> Cursor:
-        """A new, unstarted cursor with this one's query and options."""
-        twin = Cursor(
+        """A new, unstarted cursor with this one's query and options (of the same class,
+        as pymongo's, for subclasses)."""
+        twin = type(self)(
             self._collection,
-            copy.deepcopy(self._filter),
-            self._projection,
-            skip=self._skip,
-            limit=-self._limit if self._single_batch else self._limit,
-            sort=self._sort,
-            batch_size=self._batch_size,
             session=self._given_session,
             read_preference=self._read_preference,
             timeout_ms=self._timeout_ms,
-            options=copy.deepcopy(self._options),
         )
+        twin._filter = copy.deepcopy(self._filter)
+        twin._projection = copy.deepcopy(self._projection)
+        twin._skip = self._skip
+        twin._limit = self._limit
+        twin._single_batch = self._single_batch
+        twin._sort = None if self._sort is None else dict(self._sort)
+        twin._batch_size = self._batch_size
+        twin._options = copy.deepcopy(self._options)
         twin._empty = self._empty
         return twin
 
     def __copy__(self) -> Cursor:
         return self.clone()
+
+    def __deepcopy__(self, memo: Any) -> Cursor:
+        return self.clone()
+
+    def where(self, code: Union[str, Code]) -> Cursor:
+        """Add a ``$where`` clause (server-side JavaScript: ``code`` a string or a
+        :class:`bson.code.Code`) to this cursor's filter."""
+        self._check_not_started()
+        if not isinstance(code, Code):
+            code = Code(code)
+        # A copy: the filter the caller gave is not changed.
+        self._filter = {**self._filter, "$where": code}
+        return self
+
+    def add_option(self, mask: int) -> Cursor:
+        """Set query flags by their OP_QUERY bits, as pymongo's: 8 (oplogReplay), 16
+        (noCursorTimeout), 128 (allowPartialResults). The tailable (2), awaitData (32)
+        and exhaust (64) bits ask for cursors mongocore does not have and raise
+        ConfigurationError."""
+        for field in _option_fields(mask):
+            self._set(field, True)
+        return self
+
+    def remove_option(self, mask: int) -> Cursor:
+        """Unset query flags by their OP_QUERY bits (see :meth:`add_option`)."""
+        for field in _option_fields(mask, removing=True):
+            self._set(field, None)
+        return self
+
+    def max_scan(self, max_scan: Optional[int]) -> Cursor:
+        """The find command's ``maxScan`` (removed in MongoDB 4.2, whose servers refuse
+        it), sent as pymongo sends it."""
+        return self._set("maxScan", max_scan)
+
+    def max_await_time_ms(self, max_await_time_ms: Optional[int]) -> Cursor:
+        """How long a tailable-await cursor's getMore waits for data. As in pymongo it
+        applies to tailable-await cursors only, so for mongocore's (never tailable) it
+        is checked and has no effect."""
+        if max_await_time_ms is not None and (
+            not isinstance(max_await_time_ms, int) or isinstance(max_await_time_ms, bool)
+        ):
+            raise TypeError(
+                f"max_await_time_ms must be an int or None, not {type(max_await_time_ms)}"
+            )
+        self._check_not_started()
+        return self
 
     def rewind(self) -> Cursor:
         """Back to the unstarted state, options kept: the next ``next()`` sends the find
@@ -292,19 +413,7 @@ def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Doc
         raise
     cursor_id = reply_cursor.get("id", 0)
     if outcome.pinned is not None or (cursor_id != 0 and _cursor_id(cursor_id) != 0):
-        cursor = Cursor(
-            collection,
-            filter,
-            None,
-            skip=0,
-            limit=-1,
-            sort=None,
-            batch_size=None,
-            session=None,
-            read_preference=None,
-            timeout_ms=None,
-            options={},
-        )
+        cursor = Cursor(collection, filter, limit=-1)
         cursor._started = True
         cursor._session = cursor._owned_session = session
         with cursor:

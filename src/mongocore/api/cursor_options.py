@@ -14,6 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, TypeVar, Union
 
+from mongocore.api.arguments import _collation_or_none, _index_document
+from mongocore.api.types import CollationSpec
+from mongocore.errors import ConfigurationError
+
 __all__ = ["FindModifiers", "IndexSpec", "index_spec", "slice_bounds"]
 
 #: An index by name, or by its keys: ``"a_1"``, ``[("a", 1)]``, ``{"a": 1}``.
@@ -29,22 +33,46 @@ def index_spec(spec: IndexSpec) -> Union[str, dict[str, Any]]:
     if isinstance(spec, Mapping):
         return dict(spec)
     if isinstance(spec, (list, tuple)):
-        keys: dict[str, Any] = {}
-        for pair in spec:
-            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-                raise TypeError("index keys must be (field, direction) pairs")
-            keys[str(pair[0])] = pair[1]
-        return keys
+        # Keys alone are ascending: ["a", ("b", -1)] is {"a": 1, "b": -1}.
+        return _index_document(spec)
     raise TypeError(f"an index must be a name or a list of keys, not {type(spec).__name__}")
 
 
 def _bound_document(spec: Any) -> dict[str, Any]:
-    # max/min take field -> bound pairs, not an index name.
-    if isinstance(spec, str):
-        raise TypeError("max and min take (field, bound) pairs, not a string")
-    document = index_spec(spec)
-    assert isinstance(document, dict)
-    return document
+    # max/min take field -> bound pairs, not an index name; a bound may be any value.
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    if isinstance(spec, (list, tuple)):
+        bounds: dict[str, Any] = {}
+        for pair in spec:
+            if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+                raise TypeError("max and min take (field, bound) pairs")
+            bounds[str(pair[0])] = pair[1]
+        return bounds
+    raise TypeError(f"max and min take (field, bound) pairs, not {type(spec).__name__}")
+
+
+#: OP_QUERY's flag bits (pymongo's ``add_option`` masks) and the find command field each
+#: stands for. Bit 4 (secondaryOk) has no find field: the read preference says it.
+_FLAG_FIELDS = {8: "oplogReplay", 16: "noCursorTimeout", 128: "allowPartialResults"}
+#: The bits of cursors mongocore does not have.
+_UNSUPPORTED_FLAGS = {2: "tailable", 32: "awaitData", 64: "exhaust"}
+_KNOWN_FLAGS = 4 | sum(_FLAG_FIELDS) | sum(_UNSUPPORTED_FLAGS)
+
+
+def _option_fields(mask: int, *, removing: bool = False) -> list[str]:
+    """The find fields ``add_option(mask)`` sets (or ``remove_option`` unsets)."""
+    if not isinstance(mask, int) or isinstance(mask, bool):
+        raise TypeError(f"mask must be an int, not {type(mask).__name__}")
+    if mask & ~_KNOWN_FLAGS:
+        raise ValueError(f"mask {mask!r} has bits that are no query flag")
+    unsupported = [name for bit, name in _UNSUPPORTED_FLAGS.items() if mask & bit]
+    if unsupported and not removing:
+        raise ConfigurationError(
+            f"query flag(s) {', '.join(unsupported)} are not supported by mongocore: its"
+            " cursors are non-tailable, non-exhaust find cursors"
+        )
+    return [name for bit, name in _FLAG_FIELDS.items() if mask & bit]
 
 
 def slice_bounds(index: slice) -> tuple[int, Optional[int]]:
@@ -99,11 +127,10 @@ class FindModifiers:
         """A comment the server logs and profiles with the command."""
         return self._set("comment", comment)
 
-    def collation(self: _Self, collation: Optional[Mapping[str, Any]]) -> _Self:
-        """String comparison rules (``{"locale": "fr"}``); None removes them."""
-        if collation is not None and not isinstance(collation, Mapping):
-            raise TypeError("collation must be a document")
-        return self._set("collation", None if collation is None else dict(collation))
+    def collation(self: _Self, collation: Optional[CollationSpec]) -> _Self:
+        """String comparison rules (``{"locale": "fr"}`` or a ``Collation``); None
+        removes them."""
+        return self._set("collation", _collation_or_none(collation))
 
     def max(self: _Self, spec: Union[Sequence[tuple[str, Any]], Mapping[str, Any]]) -> _Self:
         """Exclusive upper bounds on the hinted index's fields."""

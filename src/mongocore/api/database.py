@@ -5,12 +5,15 @@ Spec: CRUD and "Enumerating Collections".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from collections.abc import Container, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Union
 
-from mongocore.api.arguments import _options
+from bson.dbref import DBRef
+
+from mongocore.api.arguments import _command_fields, _options, _raise_write_concern_error
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection import Collection
+from mongocore.api.collection_base import _check_collection_name
 from mongocore.api.command_cursor import (
     CommandCursor,
     _aggregate,
@@ -26,6 +29,8 @@ from mongocore.core import codec
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
+    CollectionInvalid,
+    ConfigurationError,
     InvalidName,
     InvalidOperation,
     OperationFailure,
@@ -85,16 +90,29 @@ class Database(_Target, DatabaseWatch):
         return Collection(self, name)
 
     def __getattr__(self, name: str) -> Collection:
+        """``database.name`` is ``database["name"]``, through ``__getitem__`` each
+        time (as in pymongo: a subclass's ``__getitem__`` decides what it returns)."""
         if name.startswith("_"):
             raise AttributeError(
-                f"Database has no attribute {name!r}. To reach the collection {name!r},"
-                f" use database[{name!r}]."
+                f"{type(self).__name__} has no attribute {name!r}. To reach the"
+                f" collection {name!r}, use database[{name!r}]."
             )
-        collection = Collection(self, name)
-        # The next ``database.name`` finds it without this call (a Collection is
-        # immutable; the names written as attributes are the program's own, a bounded set).
-        self.__dict__[name] = collection
-        return collection
+        return self.__getitem__(name)
+
+    # Iterating a database is a mistake (pymongo's PYTHON-3084): without these, Python
+    # would iterate it through __getitem__ with 0, 1, 2, ...
+    __iter__ = None
+
+    def __next__(self) -> NoReturn:
+        raise TypeError(f"'{type(self).__name__}' object is not iterable")
+
+    next = __next__
+
+    def __bool__(self) -> NoReturn:
+        raise NotImplementedError(
+            f"{type(self).__name__} objects do not implement truth value testing or"
+            " bool(). Please compare with None instead: database is not None"
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -149,18 +167,21 @@ class Database(_Target, DatabaseWatch):
         return hash((self._client, self._name))
 
     def __repr__(self) -> str:
-        return f"Database({self._name!r})"
+        return f"{type(self).__name__}({self._client!r}, {self._name!r})"
 
     # --- commands ------------------------------------------------------------------------
 
-    def command(
+    def command(  # noqa: PLR0917 - positional as pymongo's
         self,
         command: Union[str, Mapping[str, Any]],
         value: Any = 1,
-        *,
+        check: bool = True,
+        allowable_errors: Optional[Container[Union[str, int]]] = None,
         read_preference: Optional[ReadPreference] = None,
         codec_options: Optional[AnyCodecOptions] = None,
         session: Optional[ClientSession] = None,
+        comment: Any = None,
+        *,
         timeout_ms: Optional[float] = None,
         **kwargs: Any,
     ) -> Any:
@@ -168,8 +189,12 @@ class Database(_Target, DatabaseWatch):
 
         ``command`` is a document, or a command name (``value`` is then its value and
         ``kwargs`` its other fields, in order). It runs with read preference primary
-        unless one is given; the database's read preference is not consulted. An
-        ``ok: 0`` reply raises OperationFailure.
+        unless one is given; the database's read preference is not consulted.
+
+        An ``ok: 0`` reply raises OperationFailure, unless ``check`` is False or its
+        code (or, without a code, its message) is among ``allowable_errors``: the reply
+        is then returned. ``check`` and ``allowable_errors`` are the driver's, never
+        sent.
 
         As in pymongo, the command is encoded and its reply decoded with
         ``codec_options`` if given, else with the default options (not the database's).
@@ -178,19 +203,26 @@ class Database(_Target, DatabaseWatch):
             document: Document = {command: value, **kwargs}
         else:
             document = {**command, **kwargs}
+        if comment is not None:
+            document["comment"] = comment
         options = codec_options
         if options is not None and codec.is_default(options):
             options = None
         if options is not None:
             document = codec.to_wire(document, options)
-        reply = self._client.command(
-            self._name,
-            document,
-            read_preference,
-            session=session,
-            timeout_ms=timeout_ms,
-            operation_name="runCommand",
-        )
+        try:
+            reply = self._client.command(
+                self._name,
+                document,
+                read_preference,
+                session=session,
+                timeout_ms=timeout_ms,
+                operation_name="runCommand",
+            )
+        except OperationFailure as exc:
+            if not _allowed(exc, check, allowable_errors):
+                raise
+            reply = dict(exc.details)
         return reply if options is None else codec.decode_document(reply, options)
 
     def cursor_command(  # noqa: PLR0917 - positional as pymongo's
@@ -254,28 +286,30 @@ class Database(_Target, DatabaseWatch):
         self,
         session: Optional[ClientSession] = None,
         filter: Optional[Filter] = None,
-        *,
-        name_only: bool = False,
-        batch_size: Optional[int] = None,
-        timeout_ms: Optional[float] = None,
         comment: Any = None,
-        authorized_collections: Optional[bool] = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> CommandCursor:
         """The collections of this database (listCollections; a retryable read).
 
-        A "should-use-primary" helper (server selection, "Use of read preferences with
-        commands"): it reads from the primary and takes no read preference."""
+        ``kwargs`` are the command's fields, as pymongo takes them (``nameOnly=True``,
+        ``authorizedCollections=True``, ``batchSize=10`` for the cursor) or in
+        snake_case. A "should-use-primary" helper (server selection, "Use of read
+        preferences with commands"): it reads from the primary and takes no read
+        preference."""
+        fields = _command_fields(kwargs)
+        batch_size = fields.pop("batchSize", None)
+        if filter is not None:
+            fields["filter"] = dict(filter)
+        if comment is not None:
+            fields["comment"] = comment
+        cursor_document = _cursor_options(batch_size)
 
         def build(ctx: AttemptContext) -> Command:
-            body: Document = {"listCollections": 1, "cursor": _cursor_options(batch_size)}
-            if filter is not None:
-                body["filter"] = dict(filter)
-            if name_only:
-                body["nameOnly"] = True
-            body.update(_options(authorizedCollections=authorized_collections, comment=comment))
-            return Command(body)
+            return Command({"listCollections": 1, "cursor": dict(cursor_document), **fields})
 
-        return self._cursor_command(
+        cursor = self._cursor_command(
             "listCollections",
             build,
             session,
@@ -284,14 +318,23 @@ class Database(_Target, DatabaseWatch):
             batch_size=batch_size,
             read_concern=False,
         )
+        if comment is not None:
+            cursor._get_more_options = {"comment": comment}
+        return cursor
 
     def list_collection_names(
         self,
         session: Optional[ClientSession] = None,
         filter: Optional[Filter] = None,
+        comment: Any = None,
         **kwargs: Any,
     ) -> list[str]:
-        with self.list_collections(session, filter, name_only=True, **kwargs) as cursor:
+        """The names of this database's collections. ``nameOnly`` is asked for unless
+        ``filter`` names more than ``name`` (Enumerating Collections: "MUST NOT set
+        nameOnly if a filter specifies any keys other than name")."""
+        if filter is None or not filter or (len(filter) == 1 and "name" in filter):
+            kwargs["nameOnly"] = True
+        with self.list_collections(session, filter, comment, **kwargs) as cursor:
             return [str(c["name"]) for c in cursor]
 
     def aggregate(
@@ -299,50 +342,158 @@ class Database(_Target, DatabaseWatch):
         pipeline: Sequence[Mapping[str, Any]],
         session: Optional[ClientSession] = None,
         *,
-        batch_size: Optional[int] = None,
         read_preference: Optional[ReadPreference] = None,
         timeout_ms: Optional[float] = None,
-        **options: Any,
+        **kwargs: Any,
     ) -> CommandCursor:
-        """A database-level aggregation (``aggregate: 1``, e.g. $currentOp)."""
+        """A database-level aggregation (``aggregate: 1``, e.g. $currentOp).
+
+        ``kwargs`` are the command's options as for
+        :meth:`Collection.aggregate <mongocore.api.collection.Collection.aggregate>`
+        (``batchSize`` for the cursor, ``let``, ``comment``, ...)."""
         return _aggregate(
             self,
             self._name,
             1,
             pipeline,
             session,
-            batch_size=batch_size,
             read_preference=read_preference,
             timeout_ms=timeout_ms,
-            options=options,
+            options=_command_fields(kwargs),
         )
 
-    def create_collection(
-        self, name: str, session: Optional[ClientSession] = None, **options: Any
+    def create_collection(  # noqa: PLR0917 - positional as pymongo's
+        self,
+        name: str,
+        codec_options: Optional[AnyCodecOptions] = None,
+        read_preference: Optional[ReadPreference] = None,
+        write_concern: Optional[WriteConcern] = None,
+        read_concern: Optional[ReadConcern] = None,
+        session: Optional[ClientSession] = None,
+        check_exists: Optional[bool] = True,
+        **kwargs: Any,
     ) -> Collection:
-        """Create a collection (the create command, never retried)."""
-        body: Document = {"create": name, **options}
-        if not self._write_concern.is_server_default:
-            body["writeConcern"] = self._write_concern.document
-        self._client.command(
-            self._name, body, None, session=session, operation_name="createCollection"
+        """Create a collection (the create command, never retried) and return it.
+
+        ``codec_options``, ``read_preference``, ``write_concern`` and ``read_concern``
+        are the returned Collection's options (never sent). With ``check_exists`` (the
+        default) a collection of that name that exists already raises
+        CollectionInvalid, checked with listCollections outside a transaction, as
+        pymongo does. ``kwargs`` are the create command's options (``capped=True``,
+        ``size=...``, ``validator={...}``, ``collation=...``, ``timeseries={...}``,
+        ...). Queryable encryption's ``encryptedFields`` is not supported.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be an instance of str, not {type(name)}")
+        _check_collection_name(name)
+        if kwargs.get("encryptedFields") or kwargs.get("encrypted_fields"):
+            raise ConfigurationError(
+                "encryptedFields (queryable encryption) is not supported by mongocore"
+            )
+        collection = Collection(
+            self, name, False, codec_options, read_preference, write_concern, read_concern
         )
-        return self[name]
+        in_transaction = session is not None and session.in_transaction
+        # listCollections cannot run in a transaction: the check is skipped there.
+        if (
+            check_exists
+            and not in_transaction
+            and name in self.list_collection_names(session, {"name": name})
+        ):
+            raise CollectionInvalid(f"collection {name} already exists")
+        collection._create(kwargs, session)
+        return collection
 
     def drop_collection(
-        self, name: str, session: Optional[ClientSession] = None, **options: Any
-    ) -> None:
-        """Drop a collection; a missing collection is not an error."""
-        body: Document = {"drop": name, **options}
-        if not self._write_concern.is_server_default:
-            body["writeConcern"] = self._write_concern.document
+        self,
+        name_or_collection: Union[str, Collection],
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        encrypted_fields: Optional[Mapping[str, Any]] = None,
+    ) -> Document:
+        """Drop a collection, given by name or as a Collection, and return the server's
+        reply; a missing collection is not an error (its reply is returned as well).
+        ``encrypted_fields`` (queryable encryption) is not supported."""
+        name = (
+            name_or_collection.name
+            if isinstance(name_or_collection, Collection)
+            else (name_or_collection)
+        )
+        if not isinstance(name, str):
+            raise TypeError(
+                f"name_or_collection must be a string or a Collection, not {type(name).__name__}"
+            )
+        if encrypted_fields is not None:
+            raise ConfigurationError(
+                "encrypted_fields (queryable encryption) is not supported by mongocore"
+            )
+        body: Document = {"drop": name}
+        if comment is not None:
+            body["comment"] = comment
+        write_concern = self._write_concern
+        if not write_concern.is_server_default and not (session and session.in_transaction):
+            body["writeConcern"] = write_concern.document
         try:
-            self._client.command(
+            reply: Document = self._client.command(
                 self._name, body, None, session=session, operation_name="dropCollection"
             )
         except OperationFailure as exc:
-            if exc.code != _NAMESPACE_NOT_FOUND:
+            if exc.code != _NAMESPACE_NOT_FOUND and exc.details.get("errmsg") != "ns not found":
                 raise
+            return dict(exc.details)
+        _raise_write_concern_error(reply)
+        return reply
+
+    def validate_collection(  # noqa: PLR0917 - positional as pymongo's
+        self,
+        name_or_collection: Union[str, Collection],
+        scandata: bool = False,
+        full: bool = False,
+        session: Optional[ClientSession] = None,
+        background: Optional[bool] = None,
+        comment: Any = None,
+    ) -> Document:
+        """Validate a collection (the validate command); CollectionInvalid if the server
+        finds it invalid, else its reply."""
+        name = (
+            name_or_collection.name
+            if isinstance(name_or_collection, Collection)
+            else (name_or_collection)
+        )
+        if not isinstance(name, str):
+            raise TypeError(
+                f"name_or_collection must be a string or a Collection, not {type(name).__name__}"
+            )
+        body: Document = {"validate": name, "scandata": scandata, "full": full}
+        if comment is not None:
+            body["comment"] = comment
+        if background is not None:
+            body["background"] = background
+        reply: Document = self.command(body, session=session)
+        if not _validation_passed(reply, name):
+            raise CollectionInvalid(f"{name} invalid: {reply!r}")
+        return reply
+
+    def dereference(
+        self,
+        dbref: DBRef,
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        **kwargs: Any,
+    ) -> Optional[Document]:
+        """The document a :class:`~bson.dbref.DBRef` points to (a find_one in its
+        collection), or None. ValueError if it names another database; ``kwargs``
+        are find_one's."""
+        if not isinstance(dbref, DBRef):
+            raise TypeError(f"cannot dereference a {type(dbref).__name__}")
+        if dbref.database is not None and dbref.database != self._name:
+            raise ValueError(
+                "trying to dereference a DBRef that points to another database"
+                f" ({dbref.database!r} not {self._name!r})"
+            )
+        return self[dbref.collection].find_one(
+            {"_id": dbref.id}, session=session, comment=comment, **kwargs
+        )
 
     # --- cursors -------------------------------------------------------------------------
 
@@ -374,3 +525,42 @@ class Database(_Target, DatabaseWatch):
             empty_on_missing=empty_on_missing,
             write=write,
         )
+
+
+def _allowed(
+    error: OperationFailure, check: bool, allowable_errors: Optional[Container[Union[str, int]]]
+) -> bool:
+    """Whether ``command(check, allowable_errors)`` returns the reply of this error: with
+    ``check`` off, any command error; else one whose code (or, when the reply has no
+    code, its message) is allowed. Only a reply's own error counts, never an error
+    mongocore raised without one."""
+    if not error.details or "ok" not in error.details:
+        return False
+    if not check:
+        return True
+    if not allowable_errors:
+        return False
+    if error.code is not None:
+        return error.code in allowable_errors
+    return error.details.get("errmsg") in allowable_errors
+
+
+def _validation_passed(reply: Mapping[str, Any], name: str) -> bool:
+    """What validate's reply says, in any of its shapes: an old server's ``result``
+    text, a sharded cluster's ``raw`` per shard, or ``valid``."""
+    if "result" in reply:
+        info = str(reply["result"])
+        if "exception" in info or "corrupt" in info:
+            raise CollectionInvalid(f"{name} invalid: {info}")
+        return True
+    raw = reply.get("raw")
+    if isinstance(raw, Mapping):
+        for shard in raw.values():
+            if "result" in shard:
+                info = str(shard["result"])
+                if "exception" in info or "corrupt" in info:
+                    raise CollectionInvalid(f"{name} invalid: {info}")
+            elif not shard.get("valid", False):
+                return False
+        return True
+    return bool(reply.get("valid", False))

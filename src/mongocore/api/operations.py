@@ -18,7 +18,7 @@ from mongocore.api.arguments import (
     _sort_document,
     _with_id,
 )
-from mongocore.api.types import Document, Filter, Hint
+from mongocore.api.types import CollationSpec, Document, Filter, Hint
 
 # --- write models ----------------------------------------------------------------------
 
@@ -67,7 +67,7 @@ class _Update(_WriteModel):
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         upsert: Optional[bool] = None,
-        collation: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
         hint: Hint = None,
         namespace: Optional[str] = None,
@@ -130,7 +130,7 @@ class UpdateMany(_Update):
         filter: Filter,
         update: Union[Mapping[str, Any], Sequence[Mapping[str, Any]]],
         upsert: Optional[bool] = None,
-        collation: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
         array_filters: Optional[Sequence[Mapping[str, Any]]] = None,
         hint: Hint = None,
         namespace: Optional[str] = None,
@@ -148,7 +148,7 @@ class ReplaceOne(_Update):
         filter: Filter,
         replacement: Mapping[str, Any],
         upsert: Optional[bool] = None,
-        collation: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
         hint: Hint = None,
         namespace: Optional[str] = None,
         sort: Optional[Mapping[str, Any]] = None,
@@ -170,7 +170,7 @@ class _Delete(_WriteModel):
     def __init__(
         self,
         filter: Filter,
-        collation: Optional[Mapping[str, Any]] = None,
+        collation: Optional[CollationSpec] = None,
         hint: Hint = None,
         namespace: Optional[str] = None,
     ) -> None:

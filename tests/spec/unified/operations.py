@@ -455,7 +455,9 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
         collection = args.require("collection")
         # The other arguments are the create command's options (viewOn, pipeline, ...).
         options = args.rest()
-        database.create_collection(collection, session, **options)
+        # check_exists=False: the operation is the create command alone (a check would
+        # add a listCollections the tests' expected events do not have).
+        database.create_collection(collection, session=session, check_exists=False, **options)
         return None
     if name == "dropCollection":
         collection = args.require("collection")
