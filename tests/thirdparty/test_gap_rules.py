@@ -154,15 +154,25 @@ def test_mongocore_only_failures_are_grouped_by_cause() -> None:
         "src/mongocore/api/database.py:12: in x\n"
         "/v/site-packages/mongocore/api/database.py:99: AttributeError"
     )
+    chained = (
+        "E   mongocore.errors.ConfigurationError: unknown client option 'driver'\n"
+        "During handling of the above exception, another exception occurred:\n"
+        "E   ConnectionFailure: Cannot connect to database {} :\n"
+    )
     losses = [
         ("t1", _failed("t1", message="AttributeError: no dereference at 0x7f00aa", text=text)),
         ("t2", _failed("t2", message="AttributeError: no dereference at 0x7f00bb", text=text)),
         ("t3", None),
+        ("t4", _failed("t4", message="ConnectionFailure: db1", text=chained.format("db1"))),
+        ("t5", _failed("t5", message="ConnectionFailure: db2", text=chained.format("db2"))),
     ]
     lines = mongocore_only_report(losses)
     assert lines[0].split()[0] == "2"
     assert "mongocore/api/database.py:99" in lines[0]
-    assert "not run" in lines[2]
+    # The root of a chain is the cause, whatever the library wrapped it in.
+    assert lines[2].split()[0] == "2"
+    assert "unknown client option 'driver'" in lines[2]
+    assert "not run" in lines[4]
 
 
 @pytest.mark.parametrize(

@@ -88,15 +88,20 @@ def _counts(run: Run, failed_by_rule: Optional[int] = None) -> str:
     return ", ".join(parts) + f" ({len(run.outcomes)} tests, {run.seconds:.0f} s)"
 
 
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]+|ObjectId\('[0-9a-f]+'\)|\b\d{4,}\b")
+_ADDRESS = re.compile(
+    r"0x[0-9a-fA-F]+|ObjectId\('[0-9a-f]+'\)|[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}|\b\d{4,}\b"
+)
 
 
 def _gist(outcome: Optional[Outcome]) -> tuple[str, str]:
-    """A failure's cause (its exception line, with addresses and ids blanked) and the
-    deepest line of mongocore its traceback went through."""
+    """A failure's cause and the deepest line of mongocore its traceback went through.
+    The cause is the first exception line of the report (pytest shows a chain from
+    its root: the error mongocore raised, not the library's wrapping of it), with
+    addresses and ids blanked."""
     if outcome is None:
         return "not run (its module was not collected)", ""
-    message = (outcome.message.splitlines() or [""])[0]
+    raised = [line[4:].strip() for line in outcome.text.splitlines() if line.startswith("E   ")]
+    message = raised[0] if raised else (outcome.message.splitlines() or [""])[0]
     where = re.findall(r"(?m)^(\S*mongocore/\S+\.py:\d+)", outcome.text)
     return _ADDRESS.sub("…", message)[:200], where[-1] if where else ""
 
