@@ -1,12 +1,13 @@
 """Write models and index models, under pymongo's module name (``pymongo.operations``).
 
 The write models live in :mod:`mongocore.api.operations`, ``IndexModel`` in
-:mod:`mongocore.api.index_model`. pymongo's ``SearchIndexModel`` (Atlas Search) is
-not provided (docs/from-pymongo.md).
+:mod:`mongocore.api.index_model`, ``SearchIndexModel`` (Atlas Search) in
+:mod:`mongocore.api.collection_search_indexes`.
 """
 
 from __future__ import annotations
 
+from mongocore.api.collection_search_indexes import SearchIndexModel
 from mongocore.api.index_model import IndexModel
 from mongocore.api.operations import (
     DeleteMany,
@@ -23,6 +24,7 @@ __all__ = [
     "IndexModel",
     "InsertOne",
     "ReplaceOne",
+    "SearchIndexModel",
     "UpdateMany",
     "UpdateOne",
 ]

@@ -34,7 +34,11 @@ Conditions (see :data:`CONDITIONS`):
   (the field is set and not false: ``csfle: true``, or an object).
 - ``uri_option = [names]``: the test's ``uri``, or the ``uriOptions`` of a client
   entity of the file or the test, sets one of these options.
-- ``auth_mechanism = [names]``: the test's uri or credential names this mechanism.
+- ``auth_mechanism = [names]``: the test's uri or credential names this mechanism, or
+  (unified tests) a client entity's uriOptions or every runOnRequirement that applies
+  (its ``authMechanism``) does.
+- ``server_parameter = [names]``: every runOnRequirement that applies asks for one of
+  these server parameters (in its ``serverParameters``).
 - ``uri_password = true|false``: the test's uri does (or does not) carry a password
   in its userinfo (``user:password@``).
 - ``valid = true|false``: the connection-string case's ``valid`` field.
@@ -280,7 +284,22 @@ def _auth_mechanism(value: Any, document: Mapping[str, Any], test: Mapping[str, 
     credential = test.get("credential")
     if isinstance(credential, Mapping):
         mechanisms.add(str(credential.get("mechanism") or "").upper())
+    for kind, spec in _entity_definitions(document, test):
+        if kind == "client":
+            options = {str(k).lower(): v for k, v in (spec.get("uriOptions") or {}).items()}
+            mechanisms.add(str(options.get("authmechanism", "")).upper())
+    requirements = _requirements(document, test)
+    if requirements and all("authMechanism" in r for r in requirements):
+        mechanisms.update(str(r["authMechanism"]).upper() for r in requirements)
     return bool(wanted & mechanisms)
+
+
+def _server_parameter(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    requirements = _requirements(document, test)
+    return bool(requirements) and all(
+        wanted & {str(name) for name in (r.get("serverParameters") or {})} for r in requirements
+    )
 
 
 def _uri_password(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -319,6 +338,7 @@ CONDITIONS: dict[str, Condition] = {
     "max_server_version_below": _max_server_version_below,
     "min_server_version_at_least": _min_server_version_at_least,
     "requires": _requires,
+    "server_parameter": _server_parameter,
     "uri_option": _uri_option,
     "auth_mechanism": _auth_mechanism,
     "uri_password": _uri_password,

@@ -60,12 +60,34 @@ def test_accepted(cmd: dict[str, Any]) -> None:
         ({"ping": 1, "apiVersion": "2"}, 322, "Cannot accept API version 2"),
         ({"buildInfo": 1, "apiVersion": "1", "apiStrict": True}, 323, "buildInfo is not in"),
         ({"isMaster": 1, "apiVersion": "1", "apiStrict": True}, 323, "isMaster is not in"),
+        # distinct is not in version 1 (the versioned-api suite's strict test).
+        ({"distinct": "c", "apiVersion": "1", "apiStrict": True}, 323, "distinct is not in"),
+        # Nor are the diagnostic aggregation stages.
+        (
+            {
+                "aggregate": 1,
+                "pipeline": [{"$listLocalSessions": {}}, {"$limit": 1}],
+                "apiVersion": "1",
+                "apiStrict": True,
+            },
+            323,
+            "$listLocalSessions is not allowed with 'apiStrict: true'",
+        ),
     ],
 )
 def test_refused(cmd: dict[str, Any], code: int, message: str) -> None:
     found_code, errmsg = _refusal(next(iter(cmd)), cmd)
     assert found_code == code
     assert message in errmsg
+
+
+def test_an_aggregate_of_version_1_stages_is_strict_enough() -> None:
+    pipeline = [{"$match": {}}, {"$group": {"_id": "$a"}}, {"$sort": {"_id": 1}}]
+    _check(
+        "aggregate", {"aggregate": "c", "pipeline": pipeline, "apiVersion": "1", "apiStrict": True}
+    )
+    # Without apiStrict, any stage.
+    _check("aggregate", {"aggregate": 1, "pipeline": [{"$currentOp": {}}], "apiVersion": "1"})
 
 
 def test_strict_accepts_every_version_1_command() -> None:

@@ -228,3 +228,33 @@ def test_mongos_routes_reads_and_cursors() -> None:
         cluster.shard.step_down(30)
         # The write waits for the shard's next primary.
         assert client.command("db", {"insert": "c", "documents": [{"_id": 9}]})["n"] == 1
+
+
+def test_get_parameter_answers_the_parameters_test_runners_ask_for(client: RawClient) -> None:
+    reply = client.command(
+        "admin",
+        {
+            "getParameter": 1,
+            "enableTestCommands": 1,
+            "requireApiVersion": 1,
+            "acceptApiVersion2": 1,
+        },
+    )
+    assert reply["enableTestCommands"] is True
+    assert reply["requireApiVersion"] is False and reply["acceptApiVersion2"] is False
+    mechanisms = client.command("admin", {"getParameter": 1, "authenticationMechanisms": 1})
+    assert "SCRAM-SHA-256" in mechanisms["authenticationMechanisms"]
+    assert client.command("admin", {"getParameter": 1, "noSuchParameter": 1})["code"] == 72
+
+
+def test_create_takes_a_causally_consistent_read_concern(client: RawClient) -> None:
+    """A causally consistent session's create carries readConcern.afterClusterTime."""
+    ping = client.command("admin", {"ping": 1})
+    reply = client.command(
+        "db",
+        {
+            "create": "causal",
+            "readConcern": {"afterClusterTime": ping["$clusterTime"]["clusterTime"]},
+        },
+    )
+    assert reply["ok"] == 1.0, reply

@@ -33,6 +33,7 @@ from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import _check_collection_name
 from mongocore.api.collection_indexes import CollectionIndexes
 from mongocore.api.collection_reads import CollectionReads
+from mongocore.api.collection_search_indexes import CollectionSearchIndexes
 from mongocore.api.collection_writes import CollectionWrites
 from mongocore.api.types import Document
 from mongocore.api.watch import CollectionWatch
@@ -45,7 +46,9 @@ from mongocore.write_concern import WriteConcern
 __all__ = ["Collection"]
 
 
-class Collection(CollectionWrites, CollectionReads, CollectionIndexes, CollectionWatch):
+class Collection(
+    CollectionWrites, CollectionReads, CollectionIndexes, CollectionSearchIndexes, CollectionWatch
+):
     """A collection: ``client["db"]["coll"]`` or ``client.db.coll``. Thread-safe; makes
     no I/O until used. ``coll.sub`` (or ``coll["sub"]``) is the collection ``coll.sub``."""
 

@@ -10,7 +10,10 @@ Every command may carry ``apiVersion``, ``apiStrict`` and ``apiDeprecationErrors
 3. refuses any version but "1" (APIVersionError, 322; version "2" exists only on a
    server started with ``acceptApiVersion2``, which the simulator never is);
 4. with ``apiStrict: true``, refuses a command outside API version 1
-   (APIStrictError, 323), the handshake's legacy ``isMaster`` included;
+   (APIStrictError, 323), the handshake's legacy ``isMaster`` included, and an
+   aggregate with a stage outside it (the diagnostic stages: ``$collStats``,
+   ``$currentOp``, ``$indexStats``, ``$listLocalSessions``, ``$listSessions``,
+   ``$planCacheStats``);
 5. with ``apiDeprecationErrors: true``, refuses a command deprecated in version 1
    (APIDeprecationError, 324): version 1 deprecates no command yet, so never.
 
@@ -31,6 +34,18 @@ from bson import Int64
 from mongocore.sim.codes import CommandError
 
 __all__ = ["API_STRICT_ERROR", "API_VERSION_ERROR", "check_api_parameters"]
+
+#: Aggregation stages a server keeps out of API version 1 (its diagnostic stages).
+_STAGES_OUTSIDE_VERSION_1 = frozenset(
+    {
+        "$collStats",
+        "$currentOp",
+        "$indexStats",
+        "$listLocalSessions",
+        "$listSessions",
+        "$planCacheStats",
+    }
+)
 
 API_VERSION_ERROR = 322
 API_STRICT_ERROR = 323
@@ -93,3 +108,12 @@ def check_api_parameters(name: str, cmd: Mapping[str, Any], *, api_version_1: bo
             " Information on supported commands and migrations in API Version 1 can be"
             " found at https://dochub.mongodb.org/core/manual-versioned-api",
         )
+    if cmd.get("apiStrict") is True and name == "aggregate":
+        pipeline = cmd.get("pipeline")
+        for stage in pipeline if isinstance(pipeline, list) else ():
+            outside = set(stage) & _STAGES_OUTSIDE_VERSION_1 if isinstance(stage, Mapping) else ()
+            for stage_name in sorted(outside):
+                raise CommandError(
+                    API_STRICT_ERROR,
+                    f"{stage_name} is not allowed with 'apiStrict: true' in API Version 1",
+                )

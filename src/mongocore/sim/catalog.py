@@ -31,6 +31,9 @@ _IGNORED_CREATE = frozenset(
         "create", "$db", "lsid", "txnNumber", "writeConcern", "comment", "$clusterTime",
         "$readPreference", "apiVersion", "apiStrict", "apiDeprecationErrors", "maxTimeMS",
         "autocommit", "startTransaction", "storageEngine", "indexOptionDefaults",
+        # A causally consistent session's afterClusterTime, waited for before any
+        # command runs (as for every command a session sends).
+        "readConcern",
     }
 )  # fmt: skip
 _REFUSED_CREATE = frozenset(

@@ -99,6 +99,7 @@ CODE_NAMES: dict[int, str] = {
     11602: "InterruptedDueToReplStateChange",
     13435: "NotPrimaryNoSecondaryOk",
     13436: "NotPrimaryOrSecondary",
+    31082: "SearchNotEnabled",
     64: "WriteConcernFailed",
 }
 

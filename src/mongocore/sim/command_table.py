@@ -31,6 +31,7 @@ from mongocore.sim import (
     operations,
     profiler,
     replset_commands,
+    search_indexes,
     sharding_catalog,
     storage_stats,
     system_collections,
@@ -78,6 +79,8 @@ def _aggregate(read: Handler) -> Handler:
                     raise CommandError(
                         40602, f"{name} is only valid as the first stage in a pipeline"
                     )
+        if search_indexes.uses_search_index_stage(pipeline):
+            return search_indexes.refuse_search(ctx)
         if stage == "$collStats":
             return storage_stats.coll_stats_stage(ctx)
         if stage == "$currentOp":
@@ -347,7 +350,8 @@ _COMMANDS = (
         kind="read",
         kind_for=_local_read("read"),
         transaction=STATEMENT,
-        api_version_1=True,
+        # Not in API version 1 (the versioned-api suite's strict test expects
+        # APIStrictError: "command distinct is not in API Version 1").
         fields=_fields("distinct", "key", "query", "collation", "mirrored", "sampleId"),
     ),
     Command(
@@ -441,6 +445,25 @@ _COMMANDS = (
             "flags",
             "recordPreImages",
         ),
+    ),
+    # Atlas Search index commands: a community server refuses them (search_indexes.py).
+    Command(
+        "createSearchIndexes",
+        search_indexes.refuse_search,
+        kind="write",
+        fields=_fields("createSearchIndexes", "indexes"),
+    ),
+    Command(
+        "updateSearchIndex",
+        search_indexes.refuse_search,
+        kind="write",
+        fields=_fields("updateSearchIndex", "id", "name", "definition"),
+    ),
+    Command(
+        "dropSearchIndex",
+        search_indexes.refuse_search,
+        kind="write",
+        fields=_fields("dropSearchIndex", "id", "name"),
     ),
     Command(
         "drop",

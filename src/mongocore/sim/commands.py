@@ -478,6 +478,14 @@ def cmd_host_info(ctx: CommandContext) -> Reply:
 #: server refuses a parameter it does not have, rather than answered empty.
 _PARAMETERS: dict[str, Any] = {
     "featureCompatibilityVersion": {"version": BUILD_VERSION.rsplit(".", 1)[0]},
+    # The mechanisms a community server offers (the simulator's users are SCRAM and
+    # X.509 ones).
+    "authenticationMechanisms": ["MONGODB-X509", "SCRAM-SHA-1", "SCRAM-SHA-256"],
+    # A server with test commands (configureFailPoint, ...), started without the
+    # test-only API version 2 and without requiring an API version.
+    "enableTestCommands": True,
+    "acceptApiVersion2": False,
+    "requireApiVersion": False,
 }
 # getParameter's own fields, not parameter names.
 _GET_PARAMETER_FIELDS = frozenset({"getParameter", "comment", "$db", "lsid", "$clusterTime"})

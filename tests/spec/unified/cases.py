@@ -13,12 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import pytest
 
 from tests.spec import specdata
 from tests.spec.unified.deployments import SERVER_VERSION, TOPOLOGIES, Environment
+from tests.spec.unified.matching import match
 
 #: The newest schema version this runner implements (for the features these suites
 #: use). Of what 1.22 to 1.28 added, it evaluates the requirements csfle (as an object
@@ -92,7 +93,36 @@ def cases(suite: str) -> list[Any]:
 # --- runOnRequirement ----------------------------------------------------------------
 
 
-def _satisfied(requirement: Mapping[str, Any], env: Environment) -> bool:
+#: A deployment's answer to getParameter for one parameter (MISSING: it has none), for
+#: the requirements only a running deployment can evaluate (serverParameters,
+#: authMechanism); None evaluates the rest and leaves those to the run.
+ParameterLookup = Optional[Callable[[str], Any]]
+MISSING = object()
+
+
+def _parameters_met(requirement: Mapping[str, Any], parameter: Callable[[str], Any]) -> bool:
+    """serverParameters (flexible numeric comparisons; a parameter the server lacks is
+    "not equal") and authMechanism (one of the server's authenticationMechanisms)."""
+    for name, expected in dict(requirement.get("serverParameters") or {}).items():
+        actual = parameter(str(name))
+        if actual is MISSING:
+            return False
+        try:
+            match(expected, actual, root=False)
+        except AssertionError:
+            return False
+    if "authMechanism" in requirement:
+        mechanisms = parameter("authenticationMechanisms")
+        if mechanisms is MISSING or not isinstance(mechanisms, (list, tuple)):
+            return False
+        wanted = str(requirement["authMechanism"]).upper()
+        return wanted in {str(m).upper() for m in mechanisms}
+    return True
+
+
+def _satisfied(
+    requirement: Mapping[str, Any], env: Environment, parameter: ParameterLookup = None
+) -> bool:
     known = {
         "minServerVersion",
         "maxServerVersion",
@@ -128,20 +158,25 @@ def _satisfied(requirement: Mapping[str, Any], env: Environment) -> bool:
         return False
     if requirement.get("csfle") or "minLibmongocryptVersion" in requirement:
         return False  # no client-side field level encryption (csfle: true or an object)
-    # serverParameters and authMechanism cannot be evaluated against the simulator.
-    return "serverParameters" not in requirement and "authMechanism" not in requirement
+    # serverParameters and authMechanism are asked of the running deployment.
+    return parameter is None or _parameters_met(requirement, parameter)
 
 
-def _any_satisfied(requirements: Optional[Sequence[Mapping[str, Any]]], env: Environment) -> bool:
+def _any_satisfied(
+    requirements: Optional[Sequence[Mapping[str, Any]]],
+    env: Environment,
+    parameter: ParameterLookup = None,
+) -> bool:
     if not requirements:
         return True
-    return any(_satisfied(r, env) for r in requirements)
+    return any(_satisfied(r, env, parameter) for r in requirements)
 
 
 def environments(file: Mapping[str, Any], test: Mapping[str, Any]) -> list[Environment]:
-    """The deployments a test runs against: every topology that satisfies both the file's
-    and the test's runOnRequirements; authentication only where a requirement asks for
-    it (without authentication otherwise)."""
+    """The deployments a test may run against: every topology that satisfies both the
+    file's and the test's runOnRequirements; authentication only where a requirement
+    asks for it (without authentication otherwise). The requirements only a running
+    deployment can answer are then checked by :func:`satisfied_by`."""
     chosen: list[Environment] = []
     for topology in TOPOLOGIES:
         for auth in (False, True):
@@ -152,6 +187,42 @@ def environments(file: Mapping[str, Any], test: Mapping[str, Any]) -> list[Envir
                 chosen.append(env)
                 break
     return chosen
+
+
+def satisfied_by(
+    file: Mapping[str, Any],
+    test: Mapping[str, Any],
+    env: Environment,
+    parameter: Callable[[str], Any],
+) -> bool:
+    """Do the runOnRequirements hold for this running deployment, its server parameters
+    (``parameter``: its getParameter answers) included?"""
+    return _any_satisfied(file.get("runOnRequirements"), env, parameter) and _any_satisfied(
+        test.get("runOnRequirements"), env, parameter
+    )
+
+
+def asked_parameters(params: Iterable[Any]) -> set[str]:
+    """The server parameters the runOnRequirements of these cases ask for (and
+    authenticationMechanisms, for an authMechanism requirement)."""
+    names: set[str] = set()
+    for param in params:
+        case = param.values[0]
+        if not isinstance(case, UnifiedCase):
+            continue
+        try:
+            document, test = case.load()
+        except Exception:  # the case's own failure, not the module's
+            continue
+        requirements = [*(document.get("runOnRequirements") or [])]
+        requirements += test.get("runOnRequirements") or []
+        for requirement in requirements:
+            if not isinstance(requirement, Mapping):
+                continue
+            names.update(str(name) for name in requirement.get("serverParameters") or {})
+            if "authMechanism" in requirement:
+                names.add("authenticationMechanisms")
+    return names
 
 
 def needed_environments(params: Iterable[Any]) -> set[Environment]:

@@ -58,6 +58,7 @@ class Deployment:
 
     def __init__(self, env: Environment) -> None:
         self.env = env
+        self._parameters: dict[str, Any] = {}
         users = [User(USER, PASSWORD)] if env.auth else []
         self.sim: Sim
         if env.topology == "single":
@@ -119,6 +120,27 @@ class Deployment:
         hosts = ",".join(seeds)
         suffix = "/?" + urllib.parse.urlencode(query) if query else "/"
         return f"mongodb://{credentials}{hosts}{suffix}"
+
+    def server_parameter(self, name: str) -> Any:
+        """What ``getParameter`` answers for ``name`` (cached), or ``cases.MISSING``
+        when the server has no such parameter (runOnRequirement serverParameters)."""
+        if name not in self._parameters:
+            from mongocore.api.client import Client  # noqa: PLC0415 - the runner's client
+            from mongocore.errors import OperationFailure  # noqa: PLC0415
+            from tests.spec.unified.cases import MISSING  # noqa: PLC0415 - cases imports us
+
+            client = Client(self.uri(use_multiple_mongoses=False), serverSelectionTimeoutMS=20_000)
+            try:
+                reply = client.command("admin", {"getParameter": 1, name: 1})
+                self._parameters[name] = reply.get(name, MISSING)
+            except OperationFailure:
+                self._parameters[name] = MISSING  # "no option found to get"
+            finally:
+                client.close()
+                # Its monitors' awaitable hellos end with their connections now, not
+                # after maxAwaitTimeMS (no thread of the query outlives it).
+                self.release()
+        return self._parameters[name]
 
     def processes(self) -> list[Any]:
         """Every simulated process that may hold a fail point."""

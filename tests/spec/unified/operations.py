@@ -492,6 +492,11 @@ def client_operation(entity: ClientEntity, name: str, args: Arguments) -> Any:
         client.append_metadata(info)
         return None
     session = args.session()
+    if name == "dropDatabase":
+        database = args.require("database")
+        args.done()
+        client.drop_database(str(database), session)
+        return None
     if name in ("listDatabases", "listDatabaseObjects", "listDatabaseNames"):
         keywords = args.keywords(
             {
@@ -606,6 +611,7 @@ COMMAND_OF: dict[str, str] = {
     "createIndexes": "createIndexes",
     "dropIndex": "dropIndexes",
     "dropIndexes": "dropIndexes",
+    "dropDatabase": "dropDatabase",
 }
 
 

@@ -36,7 +36,7 @@ from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
 from tests.spec.format_keys import check_keys
 from tests.spec.unified import operations, seed, session_operations
-from tests.spec.unified.cases import UnifiedCase, environments, schema_supported
+from tests.spec.unified.cases import UnifiedCase, environments, satisfied_by, schema_supported
 from tests.spec.unified.deployments import Deployment, Deployments, Environment
 from tests.spec.unified.entities import (
     WAIT_TIMEOUT,
@@ -200,12 +200,23 @@ def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool
     # the seed's; a rule whose transformation does not change it leaves it as it is.
     for deviation in deviations.deviations(case.suite, document, test, case.test_id):
         test = seed.transform(str(deviation.get("transform", "")), document, test)
+    ran = False
     for env in envs:
         deployment = deployments[env]
+        if not satisfied_by(document, test, env, deployment.server_parameter):
+            continue  # its server parameters (or authentication mechanisms) differ
+        ran = True
         try:
             TestRun(document, test, deployment).run()
         except AssertionError as exc:
             raise AssertionError(f"[{env}] {exc}") from exc
+    if not ran:
+        raise AssertionError(
+            "no simulated deployment has the server parameters or authentication "
+            "mechanisms the runOnRequirements of this test ask for "
+            f"({document.get('runOnRequirements')} / {test.get('runOnRequirements')}), and "
+            "specs/deviations.toml has no [[not_applicable]] entry for it"
+        )
 
 
 def retry_writes_opted_in_cases(params: Sequence[Any]) -> list[Any]:
