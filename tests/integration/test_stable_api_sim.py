@@ -38,10 +38,11 @@ def api_fields_of(command: Any) -> dict[str, Any]:
     return {name: command[name] for name in API_FIELDS if name in command}
 
 
-def workload(client: Any, db_name: str) -> None:
+def workload(client: Any, db_name: str, strict: bool) -> None:
     """One of each kind of command an application sends, through pymongo's API (which
     mongocore's MongoClient shares): CRUD, a cursor's getMore and killCursors, indexes,
-    runCommand, and the commands of two transactions."""
+    runCommand, and the commands of two transactions. ``strict``: the client declares
+    apiStrict, and distinct, outside API version 1, is refused (APIStrictError)."""
     coll = client[db_name]["items"]
     coll.drop()
     coll.insert_many([{"_id": i, "x": i} for i in range(6)])
@@ -54,7 +55,12 @@ def workload(client: Any, db_name: str) -> None:
     assert list(coll.aggregate([{"$match": {"x": {"$gte": 0}}}]))
     assert coll.count_documents({}) == 5
     assert coll.estimated_document_count() == 5
-    assert coll.distinct("x")
+    if strict:
+        with pytest.raises((OperationFailure, pymongo.errors.OperationFailure)) as caught:
+            coll.distinct("x")
+        assert caught.value.code == 323, caught.value
+    else:
+        assert coll.distinct("x")
     coll.create_index("x")
     assert len(list(coll.list_indexes())) == 2
     assert client[db_name].list_collection_names() == ["items"]
@@ -76,7 +82,7 @@ def commands_sent(
     recorder = Recorder()
     client = MongoClient(rs.uri, event_listeners=[recorder], server_api=server_api, **FAST)
     try:
-        workload(client, db_name)
+        workload(client, db_name, server_api is not None and bool(server_api.strict))
     finally:
         client.close()  # endSessions
     return recorder.of(CommandStartedEvent)
@@ -228,7 +234,7 @@ def test_same_fields_as_pymongo(rs: ReplicaSet, options: dict[str, Any]) -> None
         rs.uri, event_listeners=[listener], server_api=PymongoServerApi("1", **options), **FAST
     )
     try:
-        workload(client, "stable_api_theirs")
+        workload(client, "stable_api_theirs", bool(options.get("strict")))
     finally:
         client.close()
     mine = fields_by_command(ours)
