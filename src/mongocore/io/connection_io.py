@@ -135,6 +135,9 @@ class ConnectionIO:
         # read-ahead, every client would hold 64 KiB per server for nothing. A monitor
         # reads a reply's header, then its body (one more system call per heartbeat).
         self._read_ahead = HEADER_SIZE if monitoring else READ_AHEAD
+        # A monitor's read whose wait ran out looks at the socket once more (see
+        # mongocore.io.deadlines): its thread may run only after the reply came.
+        self._look_again = monitoring
 
     # --- closing -----------------------------------------------------------------------
 
@@ -182,8 +185,11 @@ class ConnectionIO:
         limit: Optional[float] = None  # unbounded: the socket blocks (the common case)
         if bounded:
             now = time.monotonic()
-            if (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now):
-                # Nothing is sent: the connection stays as it was.
+            if data is not None and (
+                (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now)
+            ):
+                # Nothing is sent: the connection stays as it was. (A read alone goes
+                # on: a reply already there is taken, see mongocore.io.deadlines.)
                 raise unless_sent(
                     NetworkTimeout(
                         f"no time left for an operation on connection {self.id} to {self.address}",
@@ -228,7 +234,7 @@ class ConnectionIO:
                 more = (
                     sock.recv(self._read_ahead)
                     if blocking
-                    else recv_some(sock, self._read_ahead, limit)
+                    else recv_some(sock, self._read_ahead, limit, self._look_again)
                 )
                 if not more:
                     raise NetworkError(self._closed_early(len(received), HEADER_SIZE))
@@ -316,7 +322,7 @@ class ConnectionIO:
 
     def _recv_exactly(self, size: int, deadline: Optional[float], prefix: memoryview) -> memoryview:
         """The rest of a message's body, after ``prefix`` (what arrived with its header)."""
-        buffer = recv_exactly(self._sock, size, deadline, prefix)
+        buffer = recv_exactly(self._sock, size, deadline, prefix, self._look_again)
         received = len(buffer)
         if received < size:
             raise NetworkError(self._closed_early(received, size))
