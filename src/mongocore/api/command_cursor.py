@@ -212,15 +212,21 @@ def _run_cursor_command(
         if owned:
             use.end_session()
         raise
-    return CommandCursor.from_reply(
+    body = sent[0] if sent else {}
+    cursor = CommandCursor.from_reply(
         target._client,
         outcome,
         use if owned else None,
         use,
         batch_size,
         codec_options=target._decoding,
-        namespace=_command_namespace(database, sent[0] if sent else {}),
+        namespace=_command_namespace(database, body),
     )
+    comment = body.get("comment")
+    if comment is not None:
+        # The command's comment tags its cursor's getMores too, as pymongo's do.
+        cursor._get_more_options = {"comment": comment}
+    return cursor
 
 
 def _command_namespace(database: str, body: Mapping[str, Any]) -> tuple[str, str]:

@@ -372,6 +372,9 @@ class Cursor(FindModifiers, _CursorBase):
             self._killed = True
             self._release()
             raise
+        # The find's comment tags its getMores too, as pymongo's does.
+        comment = body.get("comment")
+        self._get_more_options = {} if comment is None else {"comment": comment}
         self._adopt(outcome, (collection.database.name, collection.name))
         if self._single_batch and self._id:
             self.close()

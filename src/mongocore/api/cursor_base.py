@@ -19,6 +19,7 @@ from mongocore.api.client_session import ClientSession
 from mongocore.api.types import Document
 from mongocore.core import codec
 from mongocore.core.address import Address
+from mongocore.core.change_streams import GET_MORE_COMMENT_WIRE_VERSION
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.retry_policy import RetryKind
 from mongocore.errors import (
@@ -82,7 +83,9 @@ class _CursorBase:
         self._started = False
         self._timeout_ms: Optional[float] = None
         self._operation_id: Optional[int] = None
-        #: Fields every getMore carries (cursor_command's comment and maxTimeMS).
+        #: Fields every getMore carries: the comment of the command that opened the
+        #: cursor (or cursor_command's), maxTimeMS (maxAwaitTimeMS). The comment goes
+        #: to servers 4.4 and newer only.
         self._get_more_options: Document = {}
         #: Non-default codec options the batches are decoded with (None: as they come).
         self._decoding: Optional[AnyCodecOptions] = None
@@ -296,11 +299,18 @@ class _CursorBase:
             batch_size = remaining if not batch_size else min(batch_size, remaining)
         cursor_id = self._id
 
+        options = self._get_more_options
+
         def build(ctx: AttemptContext) -> Command:
             body: Document = {"getMore": cursor_id, "collection": coll}
             if batch_size:
                 body["batchSize"] = int(batch_size)
-            body.update(self._get_more_options)
+            if options:
+                body.update(options)
+                if "comment" in body and ctx.max_wire_version < GET_MORE_COMMENT_WIRE_VERSION:
+                    # Servers before 4.4 refuse a comment on getMore; pymongo sends it
+                    # from 4.4 on, as the CRUD and change streams specs ask.
+                    del body["comment"]
             return Command(body)
 
         op = new_operation(
