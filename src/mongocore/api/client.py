@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional, Union
 
-from bson import ObjectId
+from bson import ObjectId, Timestamp
 
 from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
@@ -299,6 +299,8 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         causal_consistency: Optional[bool] = None,
         default_transaction_options: Optional[TransactionOptions] = None,
         snapshot: bool = False,
+        *,
+        snapshot_time: Optional[Timestamp] = None,
     ) -> ClientSession:
         """Start an explicit session; end it with ``end_session()`` or a ``with`` block.
 
@@ -306,7 +308,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         on first use. A session is for one thread at a time; use it within a minute
         of starting it, or its server session may have gone stale. ``snapshot=True``
         starts a snapshot session (MongoDB 5.0+): its reads all see the data as of
-        its first read; it cannot be causally consistent.
+        its first read, or as of ``snapshot_time`` (a ``bson.Timestamp``, e.g. another
+        snapshot session's ``get_snapshot_time()``) when given; it cannot be causally
+        consistent.
         ``default_transaction_options`` are the options of the session's transactions
         that ``start_transaction()`` does not give.
         """
@@ -318,6 +322,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
             causal_consistency=causal_consistency,
             snapshot=snapshot,
             default_transaction_options=default_transaction_options,
+            snapshot_time=snapshot_time,
         )
         return ClientSession(self, options)
 

@@ -54,12 +54,26 @@ class SessionOptions:
     #: The options of the session's transactions that start_transaction() does not
     #: give (Transactions spec, "defaultTransactionOptions").
     default_transaction_options: Optional[TransactionOptions] = None
+    #: A snapshot session's point in time, chosen beforehand (Snapshot Reads spec,
+    #: "snapshotTime"): its first read is at this ``atClusterTime`` too. None: the
+    #: time the server reports for the first read.
+    snapshot_time: Optional[Timestamp] = None
 
     def __post_init__(self) -> None:
         if self.snapshot and self.causal_consistency:
             raise ConfigurationError(
                 "snapshot reads do not support causal_consistency=True: pass one or the other"
             )
+        if self.snapshot_time is not None:
+            if not isinstance(self.snapshot_time, Timestamp):
+                raise TypeError(
+                    "snapshot_time must be a bson.Timestamp (an atClusterTime), not"
+                    f" {type(self.snapshot_time).__name__}"
+                )
+            if not self.snapshot:
+                raise ConfigurationError(
+                    "snapshot_time is for snapshot sessions: pass snapshot=True"
+                )
 
 
 _DEFAULT_OPTIONS: list[SessionOptions] = []
@@ -102,8 +116,9 @@ class ClientSession(TransactionMixin):
         self._ended = False
         self._cluster_time: Optional[Mapping[str, Any]] = None
         self._operation_time: Optional[Timestamp] = None
-        #: Snapshot sessions: the atClusterTime of the first snapshot read's reply.
-        self._snapshot_time: Optional[Timestamp] = None
+        #: Snapshot sessions: the time given at the start, else the atClusterTime of
+        #: the first snapshot read's reply; set once.
+        self._snapshot_time: Optional[Timestamp] = options.snapshot_time
         #: Load-balanced mode: the connection the transaction is pinned to.
         self._pinned_connection: Optional[PinnedConnection] = None
         # No transaction yet. (TransactionMixin's class default says the same, but on
@@ -128,6 +143,18 @@ class ClientSession(TransactionMixin):
     @property
     def has_ended(self) -> bool:
         return self._ended
+
+    def get_snapshot_time(self) -> Optional[Timestamp]:
+        """The point in time a snapshot session reads at (Snapshot Reads spec, the
+        session's ``snapshotTime``): the ``snapshot_time`` it was started with, or the
+        ``atClusterTime`` the server reported for its first find, aggregate or
+        distinct; None until then. It never changes afterwards. InvalidOperation on a
+        session that is not a snapshot session."""
+        if not self._options.snapshot:
+            raise InvalidOperation(
+                "get_snapshot_time() is for snapshot sessions (start_session(snapshot=True))"
+            )
+        return self._snapshot_time
 
     @property
     def causal_consistency(self) -> bool:
