@@ -12,11 +12,13 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional
 
 import pytest
 
+import mongocore.io.connection as connection_module
 from mongocore.api.client import Client
 from mongocore.core.address import Address
 from mongocore.core.credentials import Credentials
@@ -237,3 +239,43 @@ def test_connect_timeout_bounds_a_dripping_tls_handshake(
     with pytest.raises(NetworkTimeout):
         connect(Address("127.0.0.1", server.address.port), settings)
     assert dripper.sent < len(record)
+
+
+@pytest.mark.parametrize("monitoring", [True, False], ids=["monitoring", "application"])
+def test_a_monitoring_connection_gives_each_step_a_connect_timeout_of_its_own(
+    wire_server_factory: Callable[..., WireServer],
+    monkeypatch: pytest.MonkeyPatch,
+    monitoring: bool,
+) -> None:
+    """The thread ran late (it waited for the GIL, say): the deadline taken when the
+    establishment began has passed before the TCP connect is tried. A monitoring
+    connection gives each step connectTimeoutMS from its own start (each address
+    tried, then the hello), as pymongo and the monitoring spec's socket timeout do,
+    so it connects; an application connection's connectTimeoutMS bounds the whole
+    establishment. Catches: a monitor's establishment bounded as one deadline (under
+    CPU contention, the server marked Unknown although it answered at once)."""
+    real_deadline_after = connection_module.deadline_after
+    calls: list[None] = []
+
+    def expired_first(timeout: Optional[float], now: Optional[float] = None) -> Optional[float]:
+        calls.append(None)
+        if len(calls) == 1:
+            return time.monotonic() - 1.0  # gone before the first step began
+        return real_deadline_after(timeout, now)
+
+    monkeypatch.setattr(connection_module, "deadline_after", expired_first)
+    server = wire_server_factory(_answer_hellos)
+    settings = ConnectionSettings(connect_timeout=GENEROUS / 1000)
+    if monitoring:
+        connection = connect(server.address, settings, monitoring=True)
+        assert connection.hello["isWritablePrimary"] is True
+        connection.close("test over")
+    else:
+        with pytest.raises(NetworkTimeout):
+            connect(server.address, settings)
+
+
+def _answer_hellos(peer: WirePeer) -> None:
+    while True:
+        request, _ = peer.read()
+        peer.reply(request, hello_reply())

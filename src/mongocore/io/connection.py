@@ -488,7 +488,13 @@ def connect(
     :class:`HandshakeAuthenticator`, its fields join the hello first.
 
     ``settings.connect_timeout`` is one deadline for the whole of it: TCP connect (every
-    address tried), TLS handshake, hello and authentication.
+    address tried), TLS handshake, hello and authentication. A ``monitoring``
+    connection gives each step its own connect_timeout instead (the TCP connect, the
+    TLS handshake, the hello), as it gives each of its later hellos: the
+    server-monitoring spec's socket timeout, and what pymongo does (the TCP connect's
+    from when each address is tried). A monitor then
+    does not take a server for dead because its own thread waited for the GIL
+    between two steps.
 
     Raises NetworkError (NetworkTimeout for timeouts) for socket errors, TLS failures
     included (an untrusted certificate, a host name the certificate does not name),
@@ -499,7 +505,7 @@ def connect(
     true. On any error the socket is closed.
     """
     deadline = deadline_after(settings.connect_timeout)
-    sock = open_socket(address, settings, cancellation, deadline)
+    sock = open_socket(address, settings, cancellation, deadline, each_attempt=monitoring)
     conn: Optional[Connection] = None
     try:
         if settings.ssl_context is not None:
@@ -511,6 +517,8 @@ def connect(
             )
             if cancellation is not None and not cancellation.attach(sock):
                 raise NetworkError(f"connecting to {address} was cancelled", address=address)
+            if monitoring:
+                deadline = deadline_after(settings.connect_timeout)
             tls_handshake(sock, deadline)
         conn = Connection(
             sock,
@@ -520,7 +528,8 @@ def connect(
             connection_id=connection_id,
             monitoring=monitoring,
         )
-        conn._establishment_deadline = deadline
+        # (A monitoring connection's hello is bounded by its own connect_timeout.)
+        conn._establishment_deadline = None if monitoring else deadline
         hook = None if monitoring else authenticate
         extra = None
         if isinstance(hook, HandshakeAuthenticator):
