@@ -11,7 +11,7 @@ a Client) and ``ReadConcern``. As in pymongo, the exceptions live in
 Each public module of pymongo's synchronous API has its namesake here
 (:mod:`mongocore.collection`, :mod:`mongocore.uri_parser`, :mod:`mongocore.common`,
 ...; docs/from-pymongo.md, "Module layout"), reachable as an attribute of the package
-as pymongo's are.
+as pymongo's are, and :func:`install_as_pymongo` makes ``import pymongo`` give them.
 
 Importing the package loads nothing but its version: each name loads its module
 on first use (``from mongocore import MongoClient`` loads the client and what
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         UpdateOne,
     )
     from mongocore.common import MAX_SUPPORTED_WIRE_VERSION, MIN_SUPPORTED_WIRE_VERSION, has_c
+    from mongocore.drop_in import install_as_pymongo
     from mongocore.read_concern import ReadConcern
     from mongocore.read_preferences import ReadPreference
     from mongocore.write_concern import WriteConcern
@@ -84,6 +85,7 @@ _LAZY = {
     "MAX_SUPPORTED_WIRE_VERSION": "mongocore.common",
     "MIN_SUPPORTED_WIRE_VERSION": "mongocore.common",
     "has_c": "mongocore.common",
+    "install_as_pymongo": "mongocore.drop_in",
 }
 
 #: The modules named as pymongo's, which ``mongocore.<name>`` loads on first use (as
@@ -163,6 +165,7 @@ __all__ = [
     "__version__",
     "get_version_string",
     "has_c",
+    "install_as_pymongo",
     "version",
     "version_tuple",
 ]

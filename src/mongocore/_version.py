@@ -10,6 +10,7 @@ from typing import Union
 
 __all__ = [
     "DRIVER_NAME",
+    "PYMONGO_VERSION",
     "__version__",
     "get_version_string",
     "version",
@@ -27,6 +28,11 @@ version = __version__
 version_tuple: tuple[Union[int, str], ...] = tuple(
     int(part) if part.isdigit() else part for part in __version__.split(".")
 )
+
+
+#: The pymongo API mongocore implements: what ``pymongo.version`` says under
+#: :func:`mongocore.install_as_pymongo` (libraries compare it to choose code paths).
+PYMONGO_VERSION = "4.20.1"
 
 
 def get_version_string() -> str:

@@ -2,7 +2,8 @@
 
 ``Database`` lives in :mod:`mongocore.api.database`. ``_check_name`` is pymongo's
 private database name check, which libraries such as MongoEngine import (from here,
-or from ``pymongo.database_shared``).
+or from ``pymongo.database_shared``, which :func:`mongocore.install_as_pymongo` maps
+to this module).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ LAYERS = {
     "collection": 2,
     "command_cursor": 2,
     "common": 2,
+    "drop_in": 2,
     "cursor": 2,
     "database": 2,
     "event_loggers": 2,

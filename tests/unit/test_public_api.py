@@ -39,7 +39,7 @@ from mongocore.write_concern import WriteConcern
 #: context manager; docs/from-pymongo.md, "The surface, name by name").
 NOT_PROVIDED = {"AsyncMongoClient", "timeout"}
 #: mongocore's own names beside pymongo's.
-OWN_NAMES = {"Client", "DRIVER_NAME", "ReadConcern"}
+OWN_NAMES = {"Client", "DRIVER_NAME", "ReadConcern", "install_as_pymongo"}
 
 
 def test_all_is_pymongos_names_that_mongocore_covers() -> None:
