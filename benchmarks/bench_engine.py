@@ -9,6 +9,11 @@ a ``find`` with a range filter over the whole collection, and a sorted ``find``.
 mongomock is used as it is (its public API, no patches): what the simulator pays
 today, less the simulator's own layers.
 
+Expressions: the aggregation expressions of ``sim/engine/expressions`` (compiled once,
+evaluated per document) against mongomock's evaluator (``mongomock.aggregate._Parser``,
+which parses the expression again for each document: what the simulator calls for a
+``$project`` or an ``$expr`` today), each over the same ``--docs`` documents.
+
 Run: python benchmarks/bench_engine.py [--docs 1000] [--count 2000] [--rounds 3]
 """
 
@@ -20,9 +25,24 @@ import time
 from typing import Any, Callable
 
 import mongomock
+import mongomock.aggregate
 
 from mongocore.sim.engine import crud
+from mongocore.sim.engine.expressions import ExpressionContext, compile_expression
 from mongocore.sim.engine.store import Collection
+
+#: The expressions timed against mongomock's evaluator, with their names.
+EXPRESSIONS: list[tuple[str, Any]] = [
+    ("field path", "$sub.x"),
+    ("$add", {"$add": ["$count", "$n", 1]}),
+    (
+        "$cond",
+        {"$cond": [{"$gt": ["$n", 500]}, {"$multiply": ["$n", 2]}, {"$subtract": ["$n", 1]}]},
+    ),
+    ("$and of $eq/$lte", {"$and": [{"$eq": ["$name", "n5"]}, {"$lte": ["$n", 10]}]}),
+    ("$sum of an array", {"$sum": "$arr"}),
+    ("$ifNull", {"$ifNull": ["$missing", "$n"]}),
+]
 
 
 def best(operation: Callable[[int], object], count: int, rounds: int) -> float:
@@ -99,6 +119,25 @@ def main() -> None:
         mock_us = best(with_mock, count, args.rounds)
         engine_us = best(with_engine, count, args.rounds)
         print(f"{name:20} {mock_us:10.1f} {engine_us:10.1f} {engine_us / mock_us:7.2f}")
+
+    rows = [
+        {"_id": n, "count": 0, "n": n, "name": f"n{n}", "arr": [n, 1, 2], "sub": {"x": n}}
+        for n in range(docs)
+    ]
+    mock_parser: Any = mongomock.aggregate._Parser
+    print(f"expressions over {docs} documents; CPU microseconds per document")
+    for name, spec in EXPRESSIONS:
+        compiled = compile_expression(spec, ExpressionContext())
+
+        def with_mock(n: int, spec: Any = spec) -> Any:
+            return [mock_parser(row, ignore_missing_keys=True).parse(spec) for row in rows]
+
+        def with_engine(n: int, compiled: Any = compiled) -> Any:
+            return [compiled.evaluate(row) for row in rows]
+
+        mock_us = best(with_mock, 1, args.rounds) / docs
+        engine_us = best(with_engine, 1, args.rounds) / docs
+        print(f"{name:20} {mock_us:10.2f} {engine_us:10.2f} {engine_us / mock_us:7.2f}")
 
 
 if __name__ == "__main__":

@@ -16,10 +16,12 @@ One concept per module:
 - ``indexes``: index objects (unique, sparse, partial, TTL, hashed) and DuplicateKey;
 - ``store``: a versioned collection (record order, ``_id`` index, reads as of a stamp);
 - ``crud``: find, count, insert, update, delete and findAndModify over a collection;
-- ``render``: values as they appear in the server's messages.
+- ``render``: values as they appear in the server's messages;
+- ``expressions``: the aggregation expression language and the accumulators (a
+  package; its ``EXPRESSIONS`` is the ``ExpressionLanguage`` of ``$expr``).
 
-Aggregation (expressions and stages), text, geo, mapReduce, capped and time-series
-collections plug in later (context.py, indexes.KINDS).
+Aggregation stages, text, geo, mapReduce, capped and time-series collections plug in
+later (context.py, indexes.KINDS).
 """
 
 from __future__ import annotations
