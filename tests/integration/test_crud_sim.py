@@ -354,6 +354,20 @@ def test_a_cursor_fetches_batches_with_get_more(coll: Collection, recorder: Reco
         cursor.limit(1)
 
 
+def test_a_cursors_session_is_only_the_one_it_was_given(coll: Collection, client: Client) -> None:
+    """``Cursor.session`` is the explicit session, never the implicit one (not even
+    after the cursor is exhausted and that session has ended), as pymongo's is."""
+    coll.insert_many([{"_id": i} for i in range(3)])
+    cursor = coll.find({}, batch_size=2)
+    assert cursor.session is None
+    assert len(cursor.to_list()) == 3
+    assert cursor.session is None
+    with client.start_session() as session:
+        given = coll.find({}, batch_size=2, session=session)
+        given.to_list()
+        assert given.session is session
+
+
 def test_limit_bounds_batches_and_closes_the_cursor(coll: Collection, recorder: Recorder) -> None:
     coll.insert_many([{"_id": i} for i in range(10)])
     recorder.clear()

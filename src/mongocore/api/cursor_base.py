@@ -373,4 +373,7 @@ class _CursorBase:
             pinned.release(CURSOR)
         owned, self._owned_session = self._owned_session, None
         if owned is not None:
+            if self._session is owned:
+                # ``session`` stays None for a cursor given none (not the ended session).
+                self._session = None
             owned.end_session()
