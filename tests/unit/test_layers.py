@@ -44,6 +44,7 @@ LAYERS = {
     "cursor": 2,
     "database": 2,
     "event_loggers": 2,
+    "gridfs": 2,
     "mongo_client": 2,
     "operations": 2,
     "pool": 2,

@@ -182,15 +182,21 @@ class Cursor(FindModifiers, _CursorBase):
     def __enter__(self) -> Cursor:
         return self
 
-    def clone(self) -> Cursor:
-        """A new, unstarted cursor with this one's query and options (of the same class,
-        as pymongo's, for subclasses)."""
-        twin = type(self)(
+    def _clone_base(self) -> Cursor:
+        """The new cursor :meth:`clone` copies this one's query into: of this class, on
+        the same collection and session (a subclass built otherwise overrides it, as
+        pymongo's ``_clone_base`` lets GridOutCursor do)."""
+        return type(self)(
             self._collection,
             session=self._given_session,
             read_preference=self._read_preference,
             timeout_ms=self._timeout_ms,
         )
+
+    def clone(self) -> Cursor:
+        """A new, unstarted cursor with this one's query and options (of the same class,
+        as pymongo's, for subclasses)."""
+        twin = self._clone_base()
         twin._filter = copy.deepcopy(self._filter)
         twin._projection = copy.deepcopy(self._projection)
         twin._skip = self._skip
