@@ -32,6 +32,7 @@ from tests.spec.unified import (
     change_stream_operations,
     cursor_operations,
     find_cursor_operations,
+    gridfs_operations,
     index_operations,
     session_operations,
 )
@@ -51,9 +52,6 @@ class Documents(list):  # type: ignore[type-arg]
 UNSUPPORTED: dict[str, str] = {
     "mapReduce": "mapReduce (not simulated, not in mongocore's API)",
     "clientBulkWrite": "the client-level bulkWrite command (MongoDB 8.0)",
-    "download": "GridFS",
-    "downloadByName": "GridFS",
-    "upload": "GridFS",
 }
 
 
@@ -559,6 +557,8 @@ def run(
         return index_operations.run(target, name, args)
     if find_cursor_operations.handles(target, name):
         return find_cursor_operations.run(target, name, args)
+    if gridfs_operations.handles(target, name):
+        return gridfs_operations.run(target, name, args)
     if change_stream_operations.handles(target, name):
         return change_stream_operations.run(target, name, args)
     if session_operations.handles(target, name):
@@ -630,5 +630,8 @@ def commands_of(operation: Mapping[str, Any]) -> Sequence[str]:
         return kinds
     if name == "runCommand":
         return [str((operation.get("arguments") or {}).get("commandName", ""))]
+    bucket_commands = gridfs_operations.commands_of(operation)
+    if bucket_commands is not None:
+        return bucket_commands
     command = COMMAND_OF.get(name)
     return [command] if command else []

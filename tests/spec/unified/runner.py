@@ -35,7 +35,7 @@ from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
 from tests.spec.format_keys import check_keys
-from tests.spec.unified import operations, seed, session_operations
+from tests.spec.unified import gridfs_operations, operations, seed, session_operations
 from tests.spec.unified.cases import UnifiedCase, environments, satisfied_by, schema_supported
 from tests.spec.unified.deployments import Deployment, Deployments, Environment
 from tests.spec.unified.entities import (
@@ -113,6 +113,7 @@ _ENTITY_KEYS = {
     "database": frozenset({"id", "client", "databaseName", "databaseOptions"}),
     "collection": frozenset({"id", "database", "collectionName", "collectionOptions"}),
     "session": frozenset({"id", "client", "sessionOptions"}),
+    "bucket": frozenset({"id", "database", "bucketOptions"}),
     "thread": frozenset({"id"}),
 }
 #: Each special test operation's arguments: (required, optional) ("Special Test
@@ -452,6 +453,11 @@ class TestRun:
                 self.entities.add(name, session)
                 # Saved now, for $$sessionLsid after the session has ended.
                 self.entities.record_lsid(name, session.session_id)
+            elif kind == "bucket":
+                database = self.entities.get(spec["database"], Database)
+                self.entities.add(
+                    name, gridfs_operations.bucket(database, spec.get("bucketOptions"))
+                )
             elif kind == "thread":
                 thread = ThreadEntity(name)
                 self.entities.add(name, thread)

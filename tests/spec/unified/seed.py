@@ -92,6 +92,18 @@ end it: the fail point fails the command before the server runs it). An error wh
 code the seed retries is a shape the transformation refuses. The other
 transformations leave such fail points to this one.
 
+``gridfs-file-id-eq`` is no seed's: where no seed governs, the current GridFS spec
+("TFileId Queries", as pymongo 4.20 does) decides against a test file older than it.
+A command that queries a bucket's files or chunks collection for a user's file id
+uses ``$eq``; an expected command written before that rule (``filter: {_id: <id>}``)
+is expected as ``{_id: {$eq: <id>}}`` (``files_id`` in the chunks collection; a find's
+filter, a delete's or an update's ``q``). The transformation is
+:func:`tests.spec.unified.gridfs_operations.expect_file_id_eq`.
+
+A GridFS download reads its files document, then its chunks: when the reads seed makes
+a download that upstream expects to fail succeed, its expected events go on with the
+find of the chunks (``gridfs_operations.events_after_read``).
+
 Every transformation has a *shape* in :data:`SHAPES`, the predicate that the
 ``seed_shape`` condition of ``specs/deviations.toml`` evaluates: it selects every test
 the transformation may change, by what the test does (its fail points, operations and
@@ -107,6 +119,7 @@ import copy
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import Any, Callable, Optional
 
+from tests.spec.unified import gridfs_operations
 from tests.spec.unified.operations import commands_of
 
 #: The transformation of the retryable-writes seed's retryWrites default.
@@ -151,6 +164,7 @@ OVERLOADED_ERRORS_SEED = "overloaded-errors-seed"
 READS_SEED = "retryable-reads-seed"
 WRITES_SEED_ERRORS = "retryable-writes-seed-errors"
 WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS = "retryable-writes-default-off-beside-transactions"
+GRIDFS_FILE_ID_EQ = "gridfs-file-id-eq"
 
 RETRYABLE_WRITE_ERROR = "RetryableWriteError"
 
@@ -171,6 +185,7 @@ def transform(name: str, document: Mapping[str, Any], test: Mapping[str, Any]) -
         WRITES_SEED_ERRORS: _writes_seed_errors,
         WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions,
         OVERLOADED_ERRORS_SEED: _overloaded_errors_seed,
+        GRIDFS_FILE_ID_EQ: gridfs_operations.expect_file_id_eq,
     }
     if name not in transformations:
         raise TransformError(
@@ -205,7 +220,7 @@ class _Entities:
                 self.uri_options[name] = dict(spec.get("uriOptions") or {})
             elif kind in ("database", "session"):
                 self.owner[name] = self.owner.get(spec["client"], "")
-            elif kind == "collection":
+            elif kind in ("collection", "bucket"):
                 self.owner[name] = self.owner.get(spec["database"], "")
 
     def client_of(self, entity: str) -> str:
@@ -366,12 +381,17 @@ def _reads_seed(document: Mapping[str, Any], test: Mapping[str, Any]) -> None:
         if "expectError" not in operation:
             raise TransformError(f"{operation['name']} was expected to fail upstream")
         del operation["expectError"]
+        # What the operation sends once its read succeeds (a GridFS download goes on
+        # to read its chunks).
+        after = gridfs_operations.events_after_read(document, test, operation)
         for events in _command_events(test, client):
             positions = _started_positions(events, command)
             wanted = point.times + 1
             last = positions[-1]
             for _ in range(wanted - len(positions)):
                 events.insert(last + 1, copy.deepcopy(events[last]))
+            at = last + 1 + wanted - len(positions)
+            events[at:at] = copy.deepcopy(after)
 
 
 def _started_positions(events: list[Any], command: str) -> list[int]:
@@ -1036,5 +1056,6 @@ SHAPES.update(
         WRITES_SEED_ERRORS: _writes_seed_errors_shape,
         WRITES_DEFAULT_OFF_BESIDE_TRANSACTIONS: _writes_default_off_beside_transactions_shape,
         OVERLOADED_ERRORS_SEED: _overloaded_shape,
+        GRIDFS_FILE_ID_EQ: gridfs_operations.expects_plain_file_id,
     }
 )
