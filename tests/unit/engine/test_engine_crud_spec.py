@@ -8,10 +8,14 @@ order included).
 Selection, by what a test does (never by name): every operation is a collection's
 ``find``, ``countDocuments``, ``insertOne``, ``insertMany``, ``updateOne``,
 ``updateMany``, ``replaceOne``, ``deleteOne``, ``deleteMany``, ``findOneAndUpdate``,
-``findOneAndReplace``, ``findOneAndDelete`` or ``bulkWrite`` of those; no operation
-expects an error, passes ``collation``, ``let``, ``hint`` or a pipeline update (the
-aggregation phase), and no expected value uses a unified-format operator other than
-``$$unsetOrMatches``. Needs MONGOCORE_SPEC_TESTS (like every spec runner).
+``findOneAndReplace``, ``findOneAndDelete`` or ``bulkWrite`` of those, or an
+``aggregate`` (its pipeline run by the engine's stages, ``$out`` and ``$merge`` through
+a writer over the engine's collections, with ``collation``, ``let`` and
+``allowDiskUse``) whose pipeline and ``let`` use only stages the engine runs and
+expression operators the expression package evaluates; no operation expects an error,
+passes ``hint`` or a pipeline update, and no expected value uses a unified-format
+operator other than ``$$unsetOrMatches`` and ``$$type``. Needs MONGOCORE_SPEC_TESTS
+(like every spec runner).
 """
 
 from __future__ import annotations
@@ -26,8 +30,13 @@ import pytest
 from bson import json_util
 
 from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import Collation, parse_collation
 from mongocore.sim.engine import crud
+from mongocore.sim.engine.expressions import OPERATORS, ExpressionContext, Scope, bind_let
+from mongocore.sim.engine.paths import Document
+from mongocore.sim.engine.stages import ENGINE, STAGES, PipelineContext, parse_pipeline
 from mongocore.sim.engine.store import Collection
+from mongocore.sim.engine.types import type_name
 from mongocore.sim.engine.values import key
 
 pytestmark = pytest.mark.spec
@@ -42,6 +51,9 @@ _ARGUMENTS = {
     "arrayFilters", "returnDocument", "document", "documents", "batchSize", "comment",
     "requests", "ordered", "session",
 }  # fmt: skip
+_AGGREGATE_ARGUMENTS = {
+    "pipeline", "batchSize", "comment", "collation", "let", "allowDiskUse", "session",
+}  # fmt: skip
 _BULK_MODELS = {"insertOne", "updateOne", "updateMany", "replaceOne", "deleteOne", "deleteMany"}
 
 
@@ -53,10 +65,13 @@ def _spec_dir() -> Path | None:
     return path if path.is_dir() else None
 
 
+_CHECKED_OPERATORS = ("$$unsetOrMatches", "$$type")
+
+
 def _uses_special(value: Any) -> bool:
     if isinstance(value, Mapping):
         return any(
-            (str(k).startswith("$$") and k != "$$unsetOrMatches") or _uses_special(v)
+            (str(k).startswith("$$") and k not in _CHECKED_OPERATORS) or _uses_special(v)
             for k, v in value.items()
         )
     if isinstance(value, list):
@@ -64,11 +79,45 @@ def _uses_special(value: Any) -> bool:
     return False
 
 
+def _operators_used(value: Any, out: set[str]) -> set[str]:
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if str(k).startswith("$"):
+                out.add(str(k))
+            _operators_used(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _operators_used(v, out)
+    return out
+
+
+def _aggregate_covered(arguments: Mapping[str, Any]) -> bool:
+    if not set(arguments) <= _AGGREGATE_ARGUMENTS:
+        return False
+    pipeline = arguments.get("pipeline")
+    if not isinstance(pipeline, list):
+        return False
+    for stage in pipeline:
+        ((name, _),) = stage.items()
+        if name not in STAGES or STAGES[name].owner != ENGINE:
+            return False
+    # Query operators (in $match) are the matcher's; expression operators must be ones
+    # the expression package evaluates.
+    used = _operators_used([[s for s in stage.values()] for stage in pipeline], set())
+    used |= _operators_used(arguments.get("let", {}), set())
+    query = {"$eq", "$gt", "$gte", "$lt", "$lte", "$ne", "$in", "$nin", "$and", "$or", "$not",
+             "$nor", "$exists", "$type", "$expr", "$regex", "$options", "$all", "$size",
+             "$elemMatch", "$mod"}  # fmt: skip
+    return all(op in OPERATORS or op in query or op in STAGES for op in used)
+
+
 def _operation_covered(operation: Mapping[str, Any]) -> bool:
     name = operation["name"]
     arguments = operation.get("arguments", {})
     if "expectError" in operation or _uses_special(operation.get("expectResult")):
         return False
+    if name == "aggregate":
+        return _aggregate_covered(arguments)
     if not set(arguments) <= _ARGUMENTS or isinstance(arguments.get("update"), list):
         return False
     if name == "bulkWrite":
@@ -104,6 +153,10 @@ def _cases() -> Iterator[Any]:
 def _same(actual: Any, expected: Any) -> bool:
     if isinstance(expected, Mapping) and set(expected) == {"$$unsetOrMatches"}:
         return actual is None or _same(actual, expected["$$unsetOrMatches"])
+    if isinstance(expected, Mapping) and set(expected) == {"$$type"}:
+        wanted = expected["$$type"]
+        names = wanted if isinstance(wanted, list) else [wanted]
+        return type_name(actual) in names
     if isinstance(expected, Mapping):
         return (
             isinstance(actual, Mapping)
@@ -124,6 +177,46 @@ def _same(actual: Any, expected: Any) -> bool:
 def _root_matches(actual: Any, expected: Mapping[str, Any]) -> bool:
     # A root-level document of a result may carry fields the test does not name.
     return isinstance(actual, Mapping) and all(_same(actual.get(k), v) for k, v in expected.items())
+
+
+class _EngineAccess:
+    """The command layer's part for the stages, over the runner's engine collections:
+    the collection resolver of $lookup/$unionWith and the writer of $out/$merge."""
+
+    def __init__(self, runner: _Runner) -> None:
+        self.runner = runner
+
+    def documents(self, db: str, coll: str) -> list[Document]:
+        return [doc for _, doc in self.runner.collection(coll).scan()]
+
+    def unique_key_fields(self, db: str, coll: str) -> list[tuple[str, ...]]:
+        return [
+            tuple(name for name, _ in index.spec.key)
+            for index in self.runner.collection(coll).indexes.values()
+            if index.spec.unique and index.spec.partial_filter is None
+        ]
+
+    def find_one(
+        self, db: str, coll: str, query: Mapping[str, Any], collation: Collation | None
+    ) -> Document | None:
+        found = crud.find(self.runner.collection(coll), dict(query), limit=1)
+        return found[0] if found else None
+
+    def insert(self, db: str, coll: str, doc: Document) -> None:
+        crud.insert(self.runner.collection(coll), doc, self.runner.stamps())
+
+    def replace(self, db: str, coll: str, old: Document, new: Document) -> None:
+        target = self.runner.collection(coll)
+        hit = target.get(old["_id"])
+        assert hit is not None
+        target.replace(hit[0], new, self.runner.stamps())
+
+    def replace_collection(self, db: str, coll: str, docs: list[Document]) -> None:
+        target = self.runner.collection(coll)
+        for rid, _ in list(target.scan()):
+            target.delete(rid, self.runner.stamps())
+        for doc in docs:
+            crud.insert(target, doc, self.runner.stamps())
 
 
 class _Runner:
@@ -165,7 +258,27 @@ class _Runner:
             out["upsertedId"] = result.upserted_id
         return out
 
+    def aggregate(self, coll: Collection, arguments: Mapping[str, Any]) -> list[Document]:
+        collation = parse_collation(arguments["collation"]) if "collation" in arguments else None
+        variables: dict[str, Any] = {}
+        if "let" in arguments:
+            variables = bind_let(arguments["let"], Scope(ExpressionContext(collation)))
+        access = _EngineAccess(self)
+        context = PipelineContext(
+            db="crud-tests",
+            coll=coll.namespace.partition(".")[2],
+            collation=collation,
+            variables=variables,
+            allow_disk_use=arguments.get("allowDiskUse"),
+            resolver=access,
+            writer=access,
+        )
+        pipeline = parse_pipeline(arguments["pipeline"], context)
+        return list(pipeline.run(doc for _, doc in coll.scan()))
+
     def run(self, coll: Collection, name: str, arguments: Mapping[str, Any]) -> Any:
+        if name == "aggregate":
+            return self.aggregate(coll, arguments)
         if name == "find":
             return crud.find(
                 coll,
