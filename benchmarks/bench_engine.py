@@ -14,6 +14,10 @@ evaluated per document) against mongomock's evaluator (``mongomock.aggregate._Pa
 which parses the expression again for each document: what the simulator calls for a
 ``$project`` or an ``$expr`` today), each over the same ``--docs`` documents.
 
+Pipelines: the stages of ``sim/engine/stages`` (parsed once per run, as per command)
+against mongomock's ``aggregate`` over the same documents (its public API), for the
+stages both have; ``$lookup`` reads a second collection of ``--docs`` documents.
+
 Run: python benchmarks/bench_engine.py [--docs 1000] [--count 2000] [--rounds 3]
 """
 
@@ -29,6 +33,7 @@ import mongomock.aggregate
 
 from mongocore.sim.engine import crud
 from mongocore.sim.engine.expressions import ExpressionContext, compile_expression
+from mongocore.sim.engine.stages import PipelineContext, parse_pipeline
 from mongocore.sim.engine.store import Collection
 
 #: The expressions timed against mongomock's evaluator, with their names.
@@ -43,6 +48,29 @@ EXPRESSIONS: list[tuple[str, Any]] = [
     ("$sum of an array", {"$sum": "$arr"}),
     ("$ifNull", {"$ifNull": ["$missing", "$n"]}),
 ]
+
+#: The pipelines timed against mongomock's aggregate, with their names.
+PIPELINES: list[tuple[str, list[Any]]] = [
+    ("$match+$group", [{"$match": {"n": {"$gte": 10}}},
+                       {"$group": {"_id": "$k", "total": {"$sum": "$n"}, "avg": {"$avg": "$n"}}}]),
+    ("$sort+$limit", [{"$sort": {"name": -1}}, {"$limit": 10}]),
+    ("$project", [{"$project": {"name": 1, "twice": {"$multiply": ["$n", 2]}}}]),
+    ("$addFields", [{"$addFields": {"sub.y": "$n", "flag": True}}]),
+    ("$unwind+$group", [{"$unwind": "$arr"}, {"$group": {"_id": "$arr", "n": {"$sum": 1}}}]),
+    ("$bucket", [{"$bucket": {"groupBy": "$n", "boundaries": [0, 100, 500, 10**9]}}]),
+    ("$lookup equality", [{"$lookup": {"from": "other", "localField": "k",
+                                       "foreignField": "k", "as": "o"}}, {"$limit": 50}]),
+    ("$facet", [{"$facet": {"a": [{"$count": "n"}],
+                            "b": [{"$group": {"_id": "$k", "n": {"$sum": 1}}}]}}]),
+]  # fmt: skip
+
+
+class _Resolver:
+    def __init__(self, collections: dict[str, list[dict[str, Any]]]) -> None:
+        self.collections = collections
+
+    def documents(self, db: str, coll: str) -> list[dict[str, Any]]:
+        return self.collections.get(coll, [])
 
 
 def best(operation: Callable[[int], object], count: int, rounds: int) -> float:
@@ -138,6 +166,34 @@ def main() -> None:
         mock_us = best(with_mock, 1, args.rounds) / docs
         engine_us = best(with_engine, 1, args.rounds) / docs
         print(f"{name:20} {mock_us:10.2f} {engine_us:10.2f} {engine_us / mock_us:7.2f}")
+
+    rows = [
+        {"_id": n, "n": n, "k": n % 10, "name": f"n{n}", "arr": [n % 3, n % 5], "sub": {"x": n}}
+        for n in range(docs)
+    ]
+    other = [{"_id": n, "k": n % 10, "v": n} for n in range(docs)]
+    mock_db: Any = mongomock.MongoClient().pipelines
+    mock_db.rows.insert_many([dict(row) for row in rows])
+    mock_db.other.insert_many([dict(row) for row in other])
+    engine_rows = Collection("pipelines.rows")
+    for row in rows:
+        engine_rows.insert(dict(row), stamps())
+    resolver = _Resolver({"other": other})
+    light = max(args.count // 200, 3)
+    print(f"pipelines over {docs} documents; CPU microseconds per run")
+    for name, pipeline in PIPELINES:
+
+        def with_mock(n: int, pipeline: Any = pipeline) -> Any:
+            return list(mock_db.rows.aggregate(pipeline))
+
+        def with_engine(n: int, pipeline: Any = pipeline) -> Any:
+            context = PipelineContext(db="pipelines", coll="rows", resolver=resolver)
+            compiled = parse_pipeline(pipeline, context)
+            return list(compiled.run(doc for _, doc in engine_rows.scan()))
+
+        mock_us = best(with_mock, light, args.rounds)
+        engine_us = best(with_engine, light, args.rounds)
+        print(f"{name:20} {mock_us:10.0f} {engine_us:10.0f} {engine_us / mock_us:7.2f}")
 
 
 if __name__ == "__main__":
