@@ -1,12 +1,12 @@
 """A client's options, under pymongo's module name (``pymongo.client_options``).
 
 ``ClientOptions`` is the class of ``client.options``; it lives in
-:mod:`mongocore.core.options`. docs/from-pymongo.md lists how it differs from
-pymongo's.
+:mod:`mongocore.api.client_options` (a client's typed settings, in mongocore's names,
+are :class:`mongocore.core.options.ClientOptions`, ``client.settings``).
 """
 
 from __future__ import annotations
 
-from mongocore.core.options import ClientOptions
+from mongocore.api.client_options import ClientOptions
 
 __all__ = ["ClientOptions"]

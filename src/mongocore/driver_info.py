@@ -22,7 +22,7 @@ from typing import Any, Optional
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError
 
-__all__ = ["DELIMITER", "DriverInfo", "DriverInfoList", "append_driver_info"]
+__all__ = ["DELIMITER", "DriverInfo", "DriverInfoList", "append_driver_info", "driver_info_of"]
 
 #: Separates the values appended to one metadata field ("Appending metadata").
 DELIMITER = "|"
@@ -53,6 +53,17 @@ class DriverInfo:
                 )
         if not self.name:
             raise ConfigurationError("driver info name must not be empty")
+
+
+def driver_info_of(value: object, name: str = "driver_info") -> DriverInfo:
+    """A DriverInfo from mongocore's or pymongo's (a ``(name, version, platform)``
+    named tuple, which libraries written for pymongo pass as ``driver=``)."""
+    if isinstance(value, DriverInfo):
+        return value
+    fields = getattr(value, "_fields", None)
+    if isinstance(value, tuple) and fields == ("name", "version", "platform"):
+        return DriverInfo(*value)
+    raise TypeError(f"{name} must be a DriverInfo, not {type(value).__name__}")
 
 
 def _appended(current: Any, value: Optional[str]) -> Any:

@@ -1,11 +1,12 @@
 """Connection pool options, under pymongo's module name (``pymongo.pool``).
 
-``PoolOptions`` lives in :mod:`mongocore.io.pool_options` (a light module: the pool
-itself loads with the first client).
+``PoolOptions``, the class of ``client.options.pool_options``, lives in
+:mod:`mongocore.api.client_options` (the CMAP options each pool is built with are
+:class:`mongocore.io.pool_options.PoolOptions`).
 """
 
 from __future__ import annotations
 
-from mongocore.io.pool_options import PoolOptions
+from mongocore.api.client_options import PoolOptions
 
 __all__ = ["PoolOptions"]

@@ -25,7 +25,7 @@ with a real DNS server and simulated deployments, as the suite's README sets the
 Assertions follow the README's "Test Format and Use": ``error`` means creating the
 Client raises ConfigurationError (no deployment involved); otherwise ``seeds`` and
 ``numSeeds`` are checked against the client's initial seed list, ``options`` (any URI
-option, its value in the file's form) against ``client.options.get_option``,
+option, its value in the file's form) against ``client.settings.get_option``,
 ``parsed_options`` against the user name, password and database of the connection
 string, ``hosts`` and ``numHosts`` against the topology description's servers (waited
 for on SDAM events), and a ``ping`` must succeed unless ``ping`` is false. A field,
@@ -311,11 +311,11 @@ def _assert_options(client: Client, case: Mapping[str, Any]) -> None:
     options = case.get("options") or {}
     check_keys("options", options, [k for k in options if _is_client_option(k)])
     for name, value in options.items():
-        assert client.options.get_option(name) == held_value(name, value), name
+        assert client.settings.get_option(name) == held_value(name, value), name
     parsed = case.get("parsed_options") or {}
     check_keys("parsed_options", parsed, PARSED_OPTIONS)
     for name, value in parsed.items():
-        assert PARSED_OPTIONS[name](client.options) == value, name
+        assert PARSED_OPTIONS[name](client.settings) == value, name
 
 
 def _is_client_option(name: str) -> bool:

@@ -27,8 +27,8 @@ ENCODED = "mongodb+srv://b*b%40f3tt%3D:%244to%40L8%3DMC@test3.test.build.10gen.c
 
 
 def _client(uri: str) -> Any:
-    """What the DNS runner reads of a client: its options (no DNS lookup needed)."""
-    return SimpleNamespace(options=ClientOptions.from_uri(uri))
+    """What the DNS runner reads of a client: its settings (no DNS lookup needed)."""
+    return SimpleNamespace(settings=ClientOptions.from_uri(uri))
 
 
 def test_check_keys_names_every_unknown_key() -> None:

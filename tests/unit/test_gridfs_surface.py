@@ -155,7 +155,7 @@ class _Options:
 
 class _Client:
     def __init__(self, timeout_ms: Any) -> None:
-        self.options = _Options(timeout_ms)
+        self.settings = _Options(timeout_ms)
 
 
 def test_a_deadline_gives_each_command_the_time_left() -> None:

@@ -16,8 +16,18 @@ import pytest
 
 import mongocore
 from mongocore import errors
+from mongocore.api.change_stream import (
+    ChangeStream,
+    ClusterChangeStream,
+    CollectionChangeStream,
+    DatabaseChangeStream,
+)
+from mongocore.api.client_session import ClientSession
 from mongocore.api.collection import Collection
+from mongocore.api.command_cursor import CommandCursor
+from mongocore.api.cursor import Cursor
 from mongocore.api.database import Database
+from mongocore.api.operations import InsertOne, ReplaceOne
 
 URI = "mongodb://localhost:1/?serverSelectionTimeoutMS=1"
 
@@ -166,3 +176,35 @@ def test_underscore_names_are_attribute_errors(clients: tuple[Any, Any]) -> None
             client.shop._private  # noqa: B018
         with pytest.raises(AttributeError, match="database\\["):
             client.shop.orders._private  # noqa: B018
+
+
+def test_the_classes_are_generic_as_pymongos() -> None:
+    """``MongoClient[dict[str, Any]]`` and the others subscript as pymongo's, and a
+    library may subclass the subscripted class (a TypeError before)."""
+    for cls in (
+        mongocore.MongoClient,
+        Database,
+        Collection,
+        Cursor,
+        CommandCursor,
+        ChangeStream,
+        CollectionChangeStream,
+        DatabaseChangeStream,
+        ClusterChangeStream,
+        ClientSession,
+        InsertOne,
+        ReplaceOne,
+    ):
+        assert cls[dict[str, Any]] is not None, cls
+        pymongo_class = getattr(pymongo, cls.__name__, None)
+        if pymongo_class is not None:
+            assert pymongo_class[dict[str, Any]] is not None
+
+    class Client(mongocore.MongoClient[dict[str, Any]]):
+        pass
+
+    class Db(Database[dict[str, Any]]):
+        pass
+
+    with Client(URI) as client:
+        assert isinstance(Db(client, "shop")["orders"], Collection)

@@ -17,11 +17,11 @@ import contextlib
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Union, cast
+from typing import TYPE_CHECKING, Any, Generic, Optional, Union, cast
 
 from mongocore.api.client_session import ClientSession
 from mongocore.api.command_cursor import CommandCursor
-from mongocore.api.types import Document
+from mongocore.api.types import Document, _DocumentType
 from mongocore.core.change_streams import (
     MissingResumeToken,
     ResumeState,
@@ -70,7 +70,7 @@ class _ChangeStreamCursor(CommandCursor):
         self.close()
 
 
-class ChangeStream:
+class ChangeStream(Generic[_DocumentType]):
     """A change stream: iterate it for change documents (``for change in stream``,
     ``next(stream)``), or poll with :meth:`try_next`; close it (or leave a ``with``
     block) when done. Made by ``watch()`` on a client, a database or a collection;
@@ -244,7 +244,7 @@ class ChangeStream:
             cursor.close()
         self._release()
 
-    def __enter__(self) -> ChangeStream:
+    def __enter__(self) -> ChangeStream[_DocumentType]:
         return self
 
     def __exit__(
@@ -345,7 +345,7 @@ class ChangeStream:
             owned.end_session()
 
 
-class CollectionChangeStream(ChangeStream):
+class CollectionChangeStream(ChangeStream[_DocumentType]):
     """The changes of one collection (``Collection.watch()``)."""
 
     def _scope(self, target: Any) -> tuple[_Target, str, Union[str, int]]:
@@ -353,7 +353,7 @@ class CollectionChangeStream(ChangeStream):
         return collection, collection.database.name, collection.name
 
 
-class DatabaseChangeStream(ChangeStream):
+class DatabaseChangeStream(ChangeStream[_DocumentType]):
     """The changes of every collection of a database (``Database.watch()``; MongoDB
     4.0+), system collections excepted."""
 
@@ -362,7 +362,7 @@ class DatabaseChangeStream(ChangeStream):
         return database, database.name, 1
 
 
-class ClusterChangeStream(ChangeStream):
+class ClusterChangeStream(ChangeStream[_DocumentType]):
     """The changes of every database of the deployment (``Client.watch()``; MongoDB
     4.0+), but admin, config and local. Runs on the admin database."""
 

@@ -18,12 +18,13 @@ import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Optional, Union
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, NoReturn, Optional, Union
 
 from bson import ObjectId, Timestamp
 
 from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
+from mongocore.api.types import _DocumentType
 from mongocore.api.watch import ClientWatch
 from mongocore.core import codec
 from mongocore.core.description.topology import TopologyDescription
@@ -31,7 +32,7 @@ from mongocore.core.events import EventPublisher, Listener, registered_listeners
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.options import ClientOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.driver_info import DriverInfo, DriverInfoList
+from mongocore.driver_info import DriverInfo, DriverInfoList, driver_info_of
 from mongocore.errors import (
     ConfigurationError,
     InvalidOperation,
@@ -47,6 +48,7 @@ from mongocore.server_api import ServerApi
 from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
+    from mongocore.api.client_options import ClientOptions as PymongoClientOptions
     from mongocore.api.client_session import ClientSession
     from mongocore.api.database import Database
     from mongocore.api.transaction_options import TransactionOptions
@@ -69,7 +71,7 @@ END_SESSIONS_BATCH = 10_000
 END_SESSIONS_TIMEOUT = 2.0
 
 
-class Client(DeploymentInfo, ClientWatch, ClientCommands):
+class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]):
     """A client for one MongoDB deployment.
 
     ``Client(uri)`` or ``Client(["host1:27017", "host2:27017"], replicaSet="rs")``;
@@ -103,12 +105,17 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         if server_api is not None and not isinstance(server_api, ServerApi):
             raise TypeError(f"server_api must be an instance of ServerApi, not {type(server_api)}")
         uri = _uri_of(uri_or_hosts)
+        #: What ``connect=`` was given (a MongoClient's; shown by ``options.connect``).
+        self._connect: Optional[bool] = None
+        self._shown_options: Optional[PymongoClientOptions] = None
+        self._server_api = server_api
+        self._event_listeners = list(event_listeners)
         # Known before the topology exists: the pools' log messages carry it.
         topology_id = ObjectId()
         # SDAM and CMAP log messages (mongocore.io.log_messages, mongocore.io.pool_log):
         # subscribed only if their logger is enabled for DEBUG when the client is created.
         self._publisher = EventPublisher(
-            [*registered_listeners(), *event_listeners, *_log_listeners(topology_id)]
+            [*registered_listeners(), *self._event_listeners, *_log_listeners(topology_id)]
         )
         self._srv_poller: Optional[SrvPoller] = None
         # document_class, tzinfo, type_registry, codec_options: Python objects, never
@@ -135,7 +142,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
 
         # One list for every connection of this client: what append_metadata() adds
         # reaches the handshakes of pool and monitoring connections created afterwards.
-        self._driver_info = DriverInfoList([] if driver_info is None else [driver_info])
+        self._driver_info = DriverInfoList(
+            [] if driver_info is None else [driver_info_of(driver_info)]
+        )
         parts = ClientTopology(
             self._options,
             settings,
@@ -178,7 +187,33 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
     # --- public API ------------------------------------------------------------------
 
     @property
-    def options(self) -> ClientOptions:
+    def options(self) -> PymongoClientOptions:
+        """The client's options as pymongo's ``client.options`` shows them
+        (``codec_options``, ``read_preference``, ``pool_options``, ...); every option
+        in mongocore's names is :attr:`settings`."""
+        shown = self._shown_options
+        if shown is None:
+            from mongocore.api.client_options import (  # noqa: PLC0415 - on first use
+                ClientOptions as Shown,
+            )
+            from mongocore.api.client_options import PoolOptions  # noqa: PLC0415
+
+            shown = self._shown_options = Shown(
+                self._options,
+                codec_options=self._codec_options,
+                read_preference=self._read_preference,
+                write_concern=self._write_concern,
+                read_concern=self._read_concern,
+                pool_options=PoolOptions(self._options, self._driver_info, self._server_api),
+                event_listeners=self._event_listeners,
+                connect=self._connect,
+            )
+        return shown
+
+    @property
+    def settings(self) -> ClientOptions:
+        """Every option of the client, typed, in mongocore's names (connection string
+        options and keywords merged, validated, with their defaults)."""
         return self._options
 
     @property
@@ -207,7 +242,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
         initialization"). Connections created from now on send it in their
         handshake; established connections are kept as they are. Appending the same
         DriverInfo twice changes nothing."""
-        self._driver_info.append(driver_info)
+        self._driver_info.append(driver_info_of(driver_info))
 
     @property
     def write_concern(self) -> WriteConcern:
@@ -229,12 +264,12 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
     # Database, Collection and the cursors load with the first database asked for:
     # constructing a client does not need them (nor importing mongocore).
 
-    def __getitem__(self, name: str) -> Database:
+    def __getitem__(self, name: str) -> Database[_DocumentType]:
         from mongocore.api.database import Database  # noqa: PLC0415
 
         return Database(self, name)  # checks the name
 
-    def __getattr__(self, name: str) -> Database:
+    def __getattr__(self, name: str) -> Database[_DocumentType]:
         """``client.name`` is ``client["name"]``, through ``__getitem__`` each time (as
         in pymongo: a subclass's ``__getitem__`` decides what it returns)."""
         if name.startswith("_"):
@@ -246,7 +281,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
 
     # Iterating a client is a mistake: without these, Python would iterate it through
     # __getitem__ with 0, 1, 2, ...
-    def __iter__(self) -> Client:
+    def __iter__(self) -> Client[_DocumentType]:
         return self
 
     def __next__(self) -> NoReturn:
@@ -429,7 +464,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands):
             self._srv_poller.close()
         self._topology.close()
 
-    def __enter__(self) -> Client:
+    def __enter__(self) -> Client[_DocumentType]:
         return self
 
     def __exit__(

@@ -62,7 +62,7 @@ class ClientCommands:
     def _check_open(self) -> None:
         raise NotImplementedError
 
-    def __getitem__(self, name: str) -> Database:
+    def __getitem__(self, name: str) -> Database[Any]:
         raise NotImplementedError
 
     def list_databases(

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Generic, Optional
 
 from bson import Int64, Timestamp
 
 from mongocore.api.session_transactions import TransactionMixin
 from mongocore.api.transaction_options import TransactionOptions
+from mongocore.api.types import _DocumentType
 from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError, InvalidOperation
 from mongocore.io.pinning import TRANSACTION, PinnedConnection
@@ -85,7 +86,7 @@ def _default_options() -> SessionOptions:
     return _DEFAULT_OPTIONS[0]
 
 
-class ClientSession(TransactionMixin):
+class ClientSession(TransactionMixin, Generic[_DocumentType]):
     """A client session: start one with ``client.start_session()``, pass it as
     ``session=`` to operations, end it with ``end_session()`` or a ``with`` block.
 
@@ -97,7 +98,7 @@ class ClientSession(TransactionMixin):
 
     def __init__(
         self,
-        client: Client,
+        client: Client[Any],
         options: Optional[SessionOptions] = None,
         implicit: bool = False,
     ) -> None:
@@ -214,7 +215,7 @@ class ClientSession(TransactionMixin):
         if server_session is not None:
             self._session_pool.release(server_session, self._topology._description)
 
-    def __enter__(self) -> ClientSession:
+    def __enter__(self) -> ClientSession[_DocumentType]:
         return self
 
     def __exit__(
@@ -232,7 +233,7 @@ class ClientSession(TransactionMixin):
 
     # --- used by the operation executor ----------------------------------------------
 
-    def _check_usable(self, client: Client) -> None:
+    def _check_usable(self, client: Client[Any]) -> None:
         """Raise if the session cannot be used with ``client`` ("Methods that have a
         session parameter MUST check ...")."""
         if self._ended:

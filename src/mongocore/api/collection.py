@@ -27,7 +27,7 @@ returned as plain dicts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn, Optional
+from typing import Any, Generic, NoReturn, Optional
 
 from mongocore.api.client_session import ClientSession
 from mongocore.api.collection_base import _check_collection_name
@@ -35,7 +35,7 @@ from mongocore.api.collection_indexes import CollectionIndexes
 from mongocore.api.collection_reads import CollectionReads
 from mongocore.api.collection_search_indexes import CollectionSearchIndexes
 from mongocore.api.collection_writes import CollectionWrites
-from mongocore.api.types import Document
+from mongocore.api.types import Document, _DocumentType
 from mongocore.api.watch import CollectionWatch
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.selection.read_preference import ReadPreference
@@ -47,12 +47,17 @@ __all__ = ["Collection"]
 
 
 class Collection(
-    CollectionWrites, CollectionReads, CollectionIndexes, CollectionSearchIndexes, CollectionWatch
+    CollectionWrites,
+    CollectionReads,
+    CollectionIndexes,
+    CollectionSearchIndexes,
+    CollectionWatch,
+    Generic[_DocumentType],
 ):
     """A collection: ``client["db"]["coll"]`` or ``client.db.coll``. Thread-safe; makes
     no I/O until used. ``coll.sub`` (or ``coll["sub"]``) is the collection ``coll.sub``."""
 
-    def __getitem__(self, name: str) -> Collection:
+    def __getitem__(self, name: str) -> Collection[_DocumentType]:
         """The sub-collection ``<this name>.<name>``, with this collection's options."""
         return Collection(
             self._database,
@@ -64,7 +69,7 @@ class Collection(
             read_concern=self._read_concern,
         )
 
-    def __getattr__(self, name: str) -> Collection:
+    def __getattr__(self, name: str) -> Collection[_DocumentType]:
         """``collection.sub`` is ``collection["sub"]``, through ``__getitem__`` each
         time (as in pymongo: a subclass's ``__getitem__`` decides)."""
         if name.startswith("_"):
@@ -77,7 +82,7 @@ class Collection(
 
     # Iterating a collection is a mistake: without these, Python would iterate it
     # through __getitem__ with 0, 1, 2, ... (sub-collections "coll.0", "coll.1", ...).
-    def __iter__(self) -> Collection:
+    def __iter__(self) -> Collection[_DocumentType]:
         return self
 
     def __next__(self) -> NoReturn:
@@ -104,7 +109,7 @@ class Collection(
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
-    ) -> Collection:
+    ) -> Collection[_DocumentType]:
         """This collection with some options changed (the others are this one's)."""
         return Collection(
             self._database,

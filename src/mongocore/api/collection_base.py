@@ -45,7 +45,7 @@ class CollectionBase(_Target):
 
     def __init__(  # noqa: PLR0917 - pymongo's parameters, positional as its
         self,
-        database: Database,
+        database: Database[Any],
         name: str,
         create: Optional[bool] = False,
         codec_options: Optional[AnyCodecOptions] = None,

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Union
 
 from mongocore.api.arguments import _collation_document, _command_fields, _options
 from mongocore.api.client_session import ClientSession
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND, _CursorBase
 from mongocore.api.target import _Target
-from mongocore.api.types import Document
+from mongocore.api.types import Document, _DocumentType
 from mongocore.core import codec
 from mongocore.core.address import Address
 from mongocore.core.codec import AnyCodecOptions
@@ -45,7 +45,7 @@ def _aggregate_options(
 
 
 def _aggregate(
-    target: Database,
+    target: Database[Any],
     database: str,
     aggregate: Union[str, int],
     pipeline: Sequence[Mapping[str, Any]],
@@ -239,7 +239,7 @@ def _command_namespace(database: str, body: Mapping[str, Any]) -> tuple[str, str
     return database, ""
 
 
-class CommandCursor(_CursorBase):
+class CommandCursor(_CursorBase, Generic[_DocumentType]):
     """The cursor of a command that returns one (aggregate, listCollections, listIndexes,
     and listDatabases, whose results all come at once)."""
 
@@ -275,7 +275,7 @@ class CommandCursor(_CursorBase):
         *,
         namespace: tuple[str, str] = ("", ""),
         codec_options: Optional[AnyCodecOptions] = None,
-    ) -> CommandCursor:
+    ) -> CommandCursor[Any]:
         cursor = cls(
             client,
             outcome.address,
@@ -289,12 +289,12 @@ class CommandCursor(_CursorBase):
         cursor._adopt(outcome, namespace)
         return cursor
 
-    def batch_size(self, batch_size: int) -> CommandCursor:
+    def batch_size(self, batch_size: int) -> CommandCursor[_DocumentType]:
         """The number of documents each following getMore asks for (0: the server's)."""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
             raise ValueError("batch_size must be a non-negative int")
         self._batch_size = batch_size or None
         return self
 
-    def __enter__(self) -> CommandCursor:
+    def __enter__(self) -> CommandCursor[_DocumentType]:
         return self

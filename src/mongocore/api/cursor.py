@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Generic, Optional, Union
 
 from bson.code import Code
 
@@ -19,7 +19,15 @@ from mongocore.api.cursor_options import (
     slice_bounds,
 )
 from mongocore.api.cursor_type import CursorType, check_cursor_type
-from mongocore.api.types import CollationSpec, Document, Filter, Hint, Projection, SortSpec
+from mongocore.api.types import (
+    CollationSpec,
+    Document,
+    Filter,
+    Hint,
+    Projection,
+    SortSpec,
+    _DocumentType,
+)
 from mongocore.core import codec
 from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import InvalidOperation, OperationFailure
@@ -29,7 +37,7 @@ if TYPE_CHECKING:
     from mongocore.api.collection import Collection
 
 
-class Cursor(FindModifiers, _CursorBase):
+class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
     """The cursor of a find. Configure it (``sort``, ``limit``, ``skip``, ``batch_size``,
     ``hint``, ``max_time_ms``, ...) before iterating; the find command is sent on the
     first ``next()``. ``cursor[i]`` runs a new find for one document; ``cursor[a:b]``
@@ -146,7 +154,7 @@ class Cursor(FindModifiers, _CursorBase):
         if self._started:
             raise InvalidOperation("cannot change a cursor after it has started")
 
-    def limit(self, limit: int) -> Cursor:
+    def limit(self, limit: int) -> Cursor[_DocumentType]:
         if not isinstance(limit, int) or isinstance(limit, bool):
             raise TypeError(f"limit must be an int, not {type(limit).__name__}")
         self._check_not_started()
@@ -155,7 +163,7 @@ class Cursor(FindModifiers, _CursorBase):
         self._empty = False
         return self
 
-    def skip(self, skip: int) -> Cursor:
+    def skip(self, skip: int) -> Cursor[_DocumentType]:
         if not isinstance(skip, int) or isinstance(skip, bool):
             raise TypeError(f"skip must be an int, not {type(skip).__name__}")
         if skip < 0:
@@ -165,7 +173,7 @@ class Cursor(FindModifiers, _CursorBase):
         self._empty = False
         return self
 
-    def batch_size(self, batch_size: int) -> Cursor:
+    def batch_size(self, batch_size: int) -> Cursor[_DocumentType]:
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
             raise TypeError(f"batch_size must be an int, not {type(batch_size).__name__}")
         if batch_size < 0:
@@ -174,15 +182,15 @@ class Cursor(FindModifiers, _CursorBase):
         self._batch_size = batch_size or None
         return self
 
-    def sort(self, key_or_list: SortSpec, direction: Any = None) -> Cursor:
+    def sort(self, key_or_list: SortSpec, direction: Any = None) -> Cursor[_DocumentType]:
         self._check_not_started()
         self._sort = _sort_document(key_or_list, direction)
         return self
 
-    def __enter__(self) -> Cursor:
+    def __enter__(self) -> Cursor[_DocumentType]:
         return self
 
-    def _clone_base(self) -> Cursor:
+    def _clone_base(self) -> Cursor[_DocumentType]:
         """The new cursor :meth:`clone` copies this one's query into: of this class, on
         the same collection and session (a subclass built otherwise overrides it, as
         pymongo's ``_clone_base`` lets GridOutCursor do)."""
@@ -193,7 +201,7 @@ class Cursor(FindModifiers, _CursorBase):
             timeout_ms=self._timeout_ms,
         )
 
-    def clone(self) -> Cursor:
+    def clone(self) -> Cursor[_DocumentType]:
         """A new, unstarted cursor with this one's query and options (of the same class,
         as pymongo's, for subclasses)."""
         twin = self._clone_base()
@@ -208,13 +216,13 @@ class Cursor(FindModifiers, _CursorBase):
         twin._empty = self._empty
         return twin
 
-    def __copy__(self) -> Cursor:
+    def __copy__(self) -> Cursor[_DocumentType]:
         return self.clone()
 
-    def __deepcopy__(self, memo: Any) -> Cursor:
+    def __deepcopy__(self, memo: Any) -> Cursor[_DocumentType]:
         return self.clone()
 
-    def where(self, code: Union[str, Code]) -> Cursor:
+    def where(self, code: Union[str, Code]) -> Cursor[_DocumentType]:
         """Add a ``$where`` clause (server-side JavaScript: ``code`` a string or a
         :class:`bson.code.Code`) to this cursor's filter."""
         self._check_not_started()
@@ -224,7 +232,7 @@ class Cursor(FindModifiers, _CursorBase):
         self._filter = {**self._filter, "$where": code}
         return self
 
-    def add_option(self, mask: int) -> Cursor:
+    def add_option(self, mask: int) -> Cursor[_DocumentType]:
         """Set query flags by their OP_QUERY bits, as pymongo's: 8 (oplogReplay), 16
         (noCursorTimeout), 128 (allowPartialResults). The tailable (2), awaitData (32)
         and exhaust (64) bits ask for cursors mongocore does not have and raise
@@ -233,18 +241,18 @@ class Cursor(FindModifiers, _CursorBase):
             self._set(field, True)
         return self
 
-    def remove_option(self, mask: int) -> Cursor:
+    def remove_option(self, mask: int) -> Cursor[_DocumentType]:
         """Unset query flags by their OP_QUERY bits (see :meth:`add_option`)."""
         for field in _option_fields(mask, removing=True):
             self._set(field, None)
         return self
 
-    def max_scan(self, max_scan: Optional[int]) -> Cursor:
+    def max_scan(self, max_scan: Optional[int]) -> Cursor[_DocumentType]:
         """The find command's ``maxScan`` (removed in MongoDB 4.2, whose servers refuse
         it), sent as pymongo sends it."""
         return self._set("maxScan", max_scan)
 
-    def max_await_time_ms(self, max_await_time_ms: Optional[int]) -> Cursor:
+    def max_await_time_ms(self, max_await_time_ms: Optional[int]) -> Cursor[_DocumentType]:
         """How long a tailable-await cursor's getMore waits for data. As in pymongo it
         applies to tailable-await cursors only, so for mongocore's (never tailable) it
         is checked and has no effect."""
@@ -257,7 +265,7 @@ class Cursor(FindModifiers, _CursorBase):
         self._check_not_started()
         return self
 
-    def rewind(self) -> Cursor:
+    def rewind(self) -> Cursor[_DocumentType]:
         """Back to the unstarted state, options kept: the next ``next()`` sends the find
         again (a server cursor still open is killed first)."""
         self.close()

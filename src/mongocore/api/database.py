@@ -6,7 +6,7 @@ Spec: CRUD and "Enumerating Collections".
 from __future__ import annotations
 
 from collections.abc import Container, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, Optional, Union
 
 from bson.dbref import DBRef
 
@@ -23,7 +23,7 @@ from mongocore.api.command_cursor import (
 )
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
 from mongocore.api.target import _Target
-from mongocore.api.types import Document, Filter
+from mongocore.api.types import Document, Filter, _DocumentType
 from mongocore.api.watch import DatabaseWatch
 from mongocore.core import codec
 from mongocore.core.codec import AnyCodecOptions
@@ -57,14 +57,14 @@ def _check_name(name: str) -> None:
             raise InvalidName(f"database names cannot contain the character {character!r}")
 
 
-class Database(_Target, DatabaseWatch):
+class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
     """A database of the deployment: ``client["name"]`` or ``client.name``;
     ``db["coll"]`` and ``db.coll`` are Collections (names starting with ``_`` only
     through ``db["_coll"]``)."""
 
     def __init__(  # noqa: PLR0917 - positional as pymongo's
         self,
-        client: Client,
+        client: Client[Any],
         name: str,
         codec_options: Optional[AnyCodecOptions] = None,
         read_preference: Optional[ReadPreference] = None,
@@ -86,10 +86,10 @@ class Database(_Target, DatabaseWatch):
     def name(self) -> str:
         return self._name
 
-    def __getitem__(self, name: str) -> Collection:
+    def __getitem__(self, name: str) -> Collection[_DocumentType]:
         return Collection(self, name)
 
-    def __getattr__(self, name: str) -> Collection:
+    def __getattr__(self, name: str) -> Collection[_DocumentType]:
         """``database.name`` is ``database["name"]``, through ``__getitem__`` each
         time (as in pymongo: a subclass's ``__getitem__`` decides what it returns)."""
         if name.startswith("_"):

@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from typing import Any, Optional, Union
 
 from mongocore.api.client import Client
+from mongocore.api.types import _DocumentType
+from mongocore.driver_info import driver_info_of
 from mongocore.errors import ConfigurationError
 from mongocore.read_preferences import _ServerMode, from_read_preference
 
 __all__ = ["MongoClient"]
 
 
-class MongoClient(Client):
+class MongoClient(Client[_DocumentType]):
     """A client for one MongoDB deployment, constructed as pymongo's is.
 
     ``host`` is a connection string (``"mongodb://h1,h2/?replicaSet=rs"``), a
@@ -51,6 +53,11 @@ class MongoClient(Client):
     ) -> None:
         if connect is not None and not isinstance(connect, bool):
             raise TypeError(f"connect must be True or False, not {connect!r}")
+        driver = kwargs.pop("driver", None)
+        if driver is not None:
+            if "driver_info" in kwargs:
+                raise ConfigurationError("give driver or driver_info, not both")
+            kwargs["driver_info"] = driver_info_of(driver, "driver")
         codec = {
             "document_class": document_class,
             "tz_aware": tz_aware,
@@ -60,6 +67,7 @@ class MongoClient(Client):
         options.update(kwargs)
         self._pymongo_read_preference: Optional[_ServerMode] = None
         super().__init__(seed_list(host, port), **options)
+        self._connect = connect
 
     @property
     def read_preference(self) -> _ServerMode:

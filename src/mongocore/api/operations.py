@@ -6,7 +6,7 @@ Spec: CRUD, "Bulk Write Models".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Generic, Optional, Union
 
 from mongocore.api.arguments import (
     _check_filter,
@@ -18,7 +18,7 @@ from mongocore.api.arguments import (
     _sort_document,
     _with_id,
 )
-from mongocore.api.types import CollationSpec, Document, Filter, Hint
+from mongocore.api.types import CollationSpec, Document, Filter, Hint, _DocumentType
 
 # --- write models ----------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ class _WriteModel:
         return f"{type(self).__name__}({fields})"
 
 
-class InsertOne(_WriteModel):
+class InsertOne(_WriteModel, Generic[_DocumentType]):
     """Insert one document (retryable); an ``_id`` is added when it has none."""
 
     _kind = "insert"
@@ -138,7 +138,7 @@ class UpdateMany(_Update):
         super().__init__(filter, update, upsert, collation, array_filters, hint, namespace)
 
 
-class ReplaceOne(_Update):
+class ReplaceOne(_Update, Generic[_DocumentType]):
     """Replace the first matching document (retryable)."""
 
     _replacement = True

@@ -143,11 +143,11 @@ _SINGLE_ATTEMPT = SingleAttemptPolicy()
 class Executor:
     """Runs operations for one client: selection, checkout, command, SDAM, retries."""
 
-    def __init__(self, client: Client, cluster_clock: ClusterClock) -> None:
+    def __init__(self, client: Client[Any], cluster_clock: ClusterClock) -> None:
         self._client = client
         self._topology = client.topology
         self._publisher = client._publisher
-        options = client.options
+        options = client.settings
         self._retry_reads = options.retry_reads
         self._retry_writes = options.retry_writes
         self._socket_timeout = (

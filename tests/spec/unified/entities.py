@@ -62,7 +62,7 @@ class ClientEntity:
         which every pool and topology event of the client notifies (the runner
         subscribes the log to all of them); a pool publishes a connection's ready event
         after counting it."""
-        wanted = self.client.options.min_pool_size
+        wanted = self.client.settings.min_pool_size
         topology = self.client.topology
 
         def populated() -> bool:

@@ -38,7 +38,7 @@ class Deadline:
         """The deadline of an operation started now: ``timeout_ms`` if given, else the
         client's timeoutMS (None when neither is set)."""
         if timeout_ms is None:
-            timeout_ms = client.options.timeout_ms
+            timeout_ms = client.settings.timeout_ms
         return cls(timeout_ms)
 
     @property
