@@ -383,15 +383,15 @@ def _perform(db: Any, write: Write) -> None:
 def _read_final_state(rs: ReplicaSet) -> tuple[dict[str, tuple[int, list[str]]], Counter[str]]:
     """The counters and the inserted tokens, from the simulator's own store."""
     with rs.cond:
-        db = rs.store.client[DB]
+        data = rs.store.latest
         counters = {
             str(doc["_id"]): (int(doc["n"]), [str(t) for t in doc["tokens"]])
-            for doc in db[COUNTERS].find({})
+            for doc in data.documents(DB, COUNTERS)
         }
         inserted: Counter[str] = Counter()
-        for name in db.list_collection_names():
+        for name in data.collection_names(DB):
             if name != COUNTERS:
-                inserted.update(str(doc.get("token")) for doc in db[name].find({}))
+                inserted.update(str(doc.get("token")) for doc in data.documents(DB, name))
     return counters, inserted
 
 

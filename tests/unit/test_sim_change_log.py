@@ -248,11 +248,11 @@ def test_a_stream_that_falls_behind_the_kept_history_fails() -> None:
     stream = ChangeStream(
         log, Scope("d", "c"), StreamOptions(), pipeline=[], position=Position(0, 0, False)
     )
-    assert [e["documentKey"] for e in stream.read(1, store.client)] == [{"_id": 0}]
-    assert stream.read(None, store.client) == []
+    assert [e["documentKey"] for e in stream.read(1, store.latest)] == [{"_id": 0}]
+    assert stream.read(None, store.latest) == []
     store.insert("d", "c", {"_id": 1})
     store.insert("d", "c", {"_id": 2})
     log.trim(1)
     with pytest.raises(CommandError) as caught:
-        stream.read(None, store.client)
+        stream.read(None, store.latest)
     assert caught.value.code == 286

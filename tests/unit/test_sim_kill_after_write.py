@@ -22,7 +22,8 @@ def rs() -> Iterator[ReplicaSet]:
 
 def _counter(rs: ReplicaSet) -> Any:
     with rs.cond:
-        return rs.store.client["db"]["c"].find_one({"_id": 1})
+        found = rs.store.latest.find("db", "c", {"_id": 1})
+        return found[0] if found else None
 
 
 def test_the_write_is_applied_the_reply_lost_and_a_retry_not_applied_again(
@@ -83,7 +84,7 @@ def test_a_plain_write_kills_it_too_and_a_down_member_cannot_be_armed(rs: Replic
         assert client.closed_by_peer()
     assert not primary.alive
     with rs.cond:
-        assert rs.store.client["db"]["c"].count_documents({"_id": 7}) == 1
+        assert len(rs.store.latest.find("db", "c", {"_id": 7})) == 1
     with pytest.raises(RuntimeError, match="down"):
         rs.kill_after_write(primary)
 

@@ -1,25 +1,21 @@
-"""Replication in the simulated replica set, counted rather than timed: a member's copy
-applies each oplog entry by ``_id`` (no document of the collection is examined), the
-observable position moves without touching documents, and the oplog keeps only what
-some copy has not applied."""
+"""Replication in the simulated replica set, counted rather than timed: a secondary
+reads the data as of the optime it has applied (nothing is replayed), the observable
+position moves without touching documents, a read in the past examines the records of
+the collection whatever the length of its history, and the oplog keeps only what some
+member has not applied."""
 
 from __future__ import annotations
 
 import datetime
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-pytest.importorskip("mongomock")
-
-import mongomock.store
 from bson import ObjectId
 
 from mongocore.sim import ReplicaSet, replication
-from mongocore.sim.store import DataStore, OplogEntry
+from mongocore.sim.engine import store as engine_store
+from mongocore.sim.store import DataStore
 from tests.unit.sim_wire import connect
 
 SECONDARY_OK = {"$readPreference": {"mode": "secondaryPreferred"}}
@@ -35,38 +31,28 @@ class FakeClock:
         return self.now
 
 
-@dataclass
-class ReplayCounts:
-    """Entries applied to copies, and documents mongomock examined while applying them."""
+class VersionCounts:
+    """How many versions reads in the past examined (the engine's version chains)."""
 
-    entries: int = 0
-    scanned: int = 0
-    inside: int = 0
+    def __init__(self) -> None:
+        self.examined = 0
 
 
 @pytest.fixture
-def counts(monkeypatch: pytest.MonkeyPatch) -> ReplayCounts:
-    counted = ReplayCounts()
-    apply_entry = replication.apply_entry
-    documents = mongomock.store.CollectionStore.documents
+def versions(monkeypatch: pytest.MonkeyPatch) -> VersionCounts:
+    counted = VersionCounts()
+    original = engine_store.Collection._version
 
-    def counting_apply(client: Any, entry: OplogEntry) -> None:
-        counted.entries += 1
-        counted.inside += 1
-        try:
-            apply_entry(client, entry)
-        finally:
-            counted.inside -= 1
+    def counting(collection: Any, rid: int, as_of: Any) -> Any:
+        chain = collection._history.get(rid)
+        if chain is None:
+            counted.examined += 1
+        else:
+            newer = sum(1 for stamp, _ in chain if stamp is not None and stamp > as_of)
+            counted.examined += newer + 1
+        return original(collection, rid, as_of)
 
-    def counting_documents(store: Any) -> Iterator[Any]:
-        # Every mongomock scan (find, replace_one, delete_one, ...) iterates this.
-        for document in documents.fget(store):
-            if counted.inside:
-                counted.scanned += 1
-            yield document
-
-    monkeypatch.setattr(replication, "apply_entry", counting_apply)
-    monkeypatch.setattr(mongomock.store.CollectionStore, "documents", property(counting_documents))
+    monkeypatch.setattr(engine_store.Collection, "_version", counting)
     return counted
 
 
@@ -84,36 +70,42 @@ def _primary_documents(rs: ReplicaSet, coll: str = "c") -> list[dict[str, Any]]:
     return list(reply["cursor"]["firstBatch"])
 
 
-def _replay_work(size: int, counts: ReplayCounts) -> tuple[int, int]:
-    """(entries applied, documents examined) for a secondary catching up on 60 writes
-    to a collection of ``size`` documents."""
+def _lagging_read_work(history: int, versions: VersionCounts) -> int:
+    """Versions a lagging secondary's read examines, after ``history`` writes it has
+    applied and 60 it has not, over a collection of 100 documents."""
     clock = FakeClock()
-    rs = ReplicaSet(2, lag=[0.0, 3600.0], election_delay=0.02, clock=clock)
-    # Loaded before the set starts: every member's initial sync copies it, unlogged.
-    rs.store.client["db"]["c"].insert_many([{"_id": n, "v": n} for n in range(size)])
-    with rs:
+    with ReplicaSet(2, lag=[0.0, 10.0], election_delay=0.02, clock=clock) as rs:
         with connect(rs.members[0]) as client:
-            for n in range(20):
-                client.command("db", {"insert": "c", "documents": [{"_id": size + n}]})
+            client.command("db", {"insert": "c", "documents": [{"_id": n} for n in range(100)]})
+            for n in range(history):
                 client.command(
                     "db",
-                    {"update": "c", "updates": [{"q": {"_id": n}, "u": {"$set": {"v": -n - 1}}}]},
+                    {"update": "c", "updates": [{"q": {"_id": n % 100}, "u": {"$inc": {"v": 1}}}]},
+                )
+            clock.now += 10.0
+            applied = _primary_documents(rs)
+            for n in range(20):
+                client.command("db", {"insert": "c", "documents": [{"_id": 100 + n}]})
+                client.command(
+                    "db", {"update": "c", "updates": [{"q": {"_id": n}, "u": {"$set": {"v": -1}}}]}
                 )
                 client.command(
-                    "db", {"delete": "c", "deletes": [{"q": {"_id": size - 1 - n}, "limit": 1}]}
+                    "db", {"delete": "c", "deletes": [{"q": {"_id": 99 - n}, "limit": 1}]}
                 )
-        before = (counts.entries, counts.scanned)
-        clock.now += 3600.0
+        before = versions.examined
+        assert _secondary_documents(rs) == applied  # as of what it applied
+        examined = versions.examined - before
+        clock.now += 10.0
         assert _secondary_documents(rs) == _primary_documents(rs)
-        return counts.entries - before[0], counts.scanned - before[1]
+        return examined
 
 
-def test_a_catch_up_examines_no_document_whatever_the_collection_size(
-    counts: ReplayCounts,
-) -> None:
-    small = _replay_work(40, counts)
-    large = _replay_work(3_000, counts)
-    assert small == large == (60, 0)
+def test_a_lagging_read_costs_the_same_whatever_the_history(versions: VersionCounts) -> None:
+    short = _lagging_read_work(50, versions)
+    long = _lagging_read_work(3_000, versions)
+    assert short == long
+    # Each of the 120 records once, and the 60 versions written since its position.
+    assert short <= 120 + 60
 
 
 def test_documents_with_any_id_replicate_as_the_primary_stores_them() -> None:
@@ -135,27 +127,23 @@ def test_documents_with_any_id_replicate_as_the_primary_stores_them() -> None:
         assert _secondary_documents(rs) == expected
 
 
-def test_hello_reports_the_lagging_position_without_applying_anything(
-    counts: ReplayCounts,
-) -> None:
+def test_hello_reports_the_lagging_position_and_reads_follow_it() -> None:
     clock = FakeClock()
     with ReplicaSet(2, lag=[0.0, 10.0], election_delay=0.02, clock=clock) as rs:
         with connect(rs.members[0]) as client:
             client.command("db", {"insert": "c", "documents": [{"_id": n} for n in range(500)]})
             written = client.command("admin", {"hello": 1})["lastWrite"]["opTime"]
-        applied = counts.entries
         with connect(rs.members[1]) as client:
             behind = client.command("admin", {"hello": 1})["lastWrite"]["opTime"]
+            before = client.command("db", {"count": "c", **SECONDARY_OK})["n"]
             clock.now += 10.0
             caught_up = client.command("admin", {"hello": 1})["lastWrite"]["opTime"]
         assert behind["ts"] < written["ts"] and caught_up == written
-        # The position moved; no document was applied to the lagging copy for it.
-        assert counts.entries == applied
+        assert before == 0  # the collection did not exist yet at its position
         assert _secondary_documents(rs) == [{"_id": n} for n in range(500)]
-        assert counts.entries == applied + 501  # the collection's creation, its documents
 
 
-def test_the_oplog_keeps_only_what_a_copy_has_not_applied() -> None:
+def test_the_oplog_keeps_only_what_a_member_has_not_applied() -> None:
     clock = FakeClock()
     with ReplicaSet(3, lag=[0.0, 0.0, 60.0], election_delay=0.02, clock=clock) as rs:
         with connect(rs.members[0]) as client:
@@ -165,14 +153,13 @@ def test_the_oplog_keeps_only_what_a_copy_has_not_applied() -> None:
             assert rs.store.oplog_kept >= 300
             clock.now += 60.0
             client.command("db", {"insert": "c", "documents": [{"_id": "last"}]})
-            # The write that completed replayed every copy: only it may be kept.
+            # Every member's position moved with the write: only it may be kept.
             assert rs.store.oplog_kept <= 1
         rs.members[2].lag = 0.0
-        for n in range(1_000):
+        for n in range(10_000):
             with rs.cond:
                 rs.store.insert("db", f"d{n // 100}", {"_id": n})
-            replication.replay(rs.store, rs.cond, wait=False)
-        assert rs.store.oplog_kept <= 1
+        assert rs.store.oplog_kept < 4_200
 
 
 def test_a_rolled_back_statement_never_reaches_a_secondary() -> None:
@@ -212,9 +199,9 @@ def test_a_rollback_takes_back_a_position_counted_in_between() -> None:
         assert view.applied == store.oplog_end == checkpoint.oplog_end
         assert view.applied_optime == store.last_optime == checkpoint.last_optime
         store.insert("db", "c", {"_id": 3})
-    replication.replay(store, lock, wait=True)
-    assert [doc["_id"] for doc in view.client["db"]["c"].find()] == [1, 3]
-    assert view.applied == view.replayed == store.oplog_end
+        view.advance(clock())
+        assert [doc["_id"] for doc in view.data(clock()).documents("db", "c")] == [1, 3]
+        assert view.applied == store.oplog_end
 
 
 def test_a_member_that_was_primary_keeps_every_write_it_made() -> None:

@@ -6,7 +6,7 @@ load-balanced mongos. Every process listens on its own 127.0.0.1 port and speaks
 the real wire protocol, so any driver can connect to ``deployment.uri``; each can
 require TLS and authentication and speak compressed (``tls=``, ``users=``,
 ``compressors=``). Documents
-live in mongomock (the ``sim`` extra). See docs/simulator.md.
+live in the simulator's own engine (mongocore.sim.engine). See docs/simulator.md.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ class ChangeLog:
         self._positions: list[Position] = []
         self._lost: Optional[Position] = None  # the newest position trimmed away
         self._catalog: dict[Namespace, _Collection] = {}
-        self._load(store.client)
+        self._load(store)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -183,19 +183,20 @@ class ChangeLog:
             return
         collection = self._collection(ns)
         collection.documents = {
-            _id_key(doc["_id"]): doc for doc in self.store.client[ns[0]][ns[1]].find()
+            _id_key(doc["_id"]): doc for doc in self.store.documents(ns[0], ns[1])
         }
 
     # -- building records ----------------------------------------------------------------
 
-    def _load(self, client: Any) -> None:
-        for db in client.list_database_names():
-            for coll in client[db].list_collection_names():
+    def _load(self, store: DataStore) -> None:
+        data = store.latest
+        for db in data.database_names():
+            for coll in data.collection_names(db):
                 collection = self._collection((db, coll))
-                for name, info in client[db][coll].index_information().items():
-                    if name != "_id_":
-                        collection.indexes[name] = _index_spec({"name": name, **info})
-                for doc in client[db][coll].find():
+                for spec in data.index_documents(db, coll):
+                    if spec["name"] != "_id_":
+                        collection.indexes[str(spec["name"])] = _index_spec(spec)
+                for doc in data.documents(db, coll):
                     collection.documents[_id_key(doc["_id"])] = doc
 
     def _images_enabled(self, ns: Namespace) -> bool:

@@ -27,13 +27,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64, Timestamp
-from mongomock import aggregate as mongomock_aggregate
 
+from mongocore.sim import aggregation
 from mongocore.sim.change_events import Scope, StreamOptions, build_event, invalidate_event
 from mongocore.sim.change_log import ChangeLog, ChangeRecord, change_log_of
 from mongocore.sim.codes import RETRYABLE_WRITE_CODES, CommandError
 from mongocore.sim.resume_token import Position, after, at, parse_token
-from mongocore.sim.store import translate_store_errors
 
 if TYPE_CHECKING:
     from mongocore.sim.commands import CommandContext, Cursor, CursorTable
@@ -231,16 +230,7 @@ class ChangeStream:
         if not self.pipeline:
             batch.append(event)
             return
-        try:
-            out = list(
-                mongomock_aggregate.process_pipeline(  # type: ignore[no-untyped-call]
-                    [event], reader["admin"], self.pipeline, None
-                )
-            )
-        except CommandError:
-            raise
-        except Exception as exc:
-            raise translate_store_errors(exc, "change stream") from exc
+        out = aggregation.run([event], self.pipeline, view=reader, db="admin")
         for doc in out:
             if "_id" not in doc or doc["_id"] != event["_id"]:
                 raise CommandError(
@@ -255,8 +245,9 @@ class ChangeStream:
 
 def _lookup(reader: Any) -> Callable[[str, str, Any], Optional[Document]]:
     def lookup(db: str, coll: str, doc_id: Any) -> Optional[Document]:
-        found: Optional[Document] = reader[db][coll].find_one({"_id": doc_id})
-        return found
+        collection = reader.collection(db, coll)
+        hit = collection.get(doc_id, reader.as_of) if collection is not None else None
+        return None if hit is None else dict(hit[1])
 
     return lookup
 

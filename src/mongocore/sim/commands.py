@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, TypeVar
 
 from bson import Binary, Int64
-from bson.son import SON
-from mongomock import filtering
 
 from mongocore.sim import change_streams
 from mongocore.sim.catalog import PRE_AND_POST_IMAGES, create_options, modified_options
@@ -30,9 +28,11 @@ from mongocore.sim.codes import CommandError
 from mongocore.sim.crud_commands import (
     aggregate_writes,
 )
+from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.engine.special_indexes import listing
 from mongocore.sim.query import batch_size as _batch_size
 from mongocore.sim.sessions import RetryableWrite
-from mongocore.sim.store import DataStore
+from mongocore.sim.store import DataStore, DataView
 
 if TYPE_CHECKING:
     from mongocore.sim.member import Process
@@ -64,7 +64,7 @@ T = TypeVar("T")
 
 
 def _matches(flt: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
-    return bool(filtering.filter_applies(flt, doc))  # type: ignore[no-untyped-call]
+    return compile_filter(flt).matches(dict(doc))
 
 
 # -- cursors ---------------------------------------------------------------------------
@@ -155,7 +155,7 @@ class CommandContext:
     db: str
     cmd: Mapping[str, Any]
     store: DataStore
-    reader: Any  # the mongomock client reads come from (the primary's or a lagging view)
+    reader: DataView  # the data reads see (the latest, or as of a secondary's optime)
     cursors: CursorTable
     data_members: int = 1  # data-bearing members, for write concern checks
     retryable: Optional[RetryableWrite] = None  # a retryable write's statements
@@ -244,7 +244,7 @@ def cmd_list_collections(ctx: CommandContext) -> Reply:
     name_only = bool(ctx.cmd.get("nameOnly", False))
     flt = ctx.cmd.get("filter") or {}
     entries = []
-    for name in sorted(ctx.reader[ctx.db].list_collection_names()):
+    for name in ctx.reader.collection_names(ctx.db):
         entry: Reply
         if name_only:
             entry = {"name": name, "type": "collection"}
@@ -266,24 +266,12 @@ def cmd_list_collections(ctx: CommandContext) -> Reply:
 
 
 def _index_documents(ctx: CommandContext, coll: str) -> list[Reply]:
-    docs = []
-    for name, info in ctx.reader[ctx.db][coll].index_information().items():
-        doc: Reply = {"v": info.get("v", 2), "key": SON(list(info["key"])), "name": name}
-        for option, value in info.items():
-            if option not in ("v", "key", "ns"):
-                doc[option] = value
-        collation = ctx.store.index_collation(ctx.db, coll, name)
-        if name == "_id_":
-            collation = ctx.store.options(ctx.db, coll).collation
-        if collation is not None:
-            doc["collation"] = collation.spec()
-        docs.append(doc)
-    return docs
+    return ctx.reader.index_documents(ctx.db, coll)
 
 
 def cmd_list_indexes(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
-    if coll not in ctx.reader[ctx.db].list_collection_names():
+    if not ctx.reader.exists(ctx.db, coll):
         raise CommandError(26, f"ns does not exist: {ctx.db}.{coll}")
     docs = _index_documents(ctx, coll)
     options = ctx.cmd.get("cursor") or {}
@@ -297,19 +285,18 @@ _SYSTEM_DATABASES = ("admin", "config", "local")
 
 
 def cmd_list_databases(ctx: CommandContext) -> Reply:
-    names = set(ctx.reader.list_database_names()) | set(_SYSTEM_DATABASES)
-    databases = []
+    names = set(ctx.reader.database_names()) | set(_SYSTEM_DATABASES)
+    databases: list[Reply] = []
+    sizes: dict[str, int] = {}
     for name in sorted(names):
-        count = sum(
-            ctx.reader[name][c].estimated_document_count()
-            for c in ctx.reader[name].list_collection_names()
-        )
-        databases.append({"name": name, "sizeOnDisk": Int64(8192 + 64 * count), "empty": False})
+        count = sum(ctx.reader.count(name, c) for c in ctx.reader.collection_names(name))
+        sizes[name] = 8192 + 64 * count
+        databases.append({"name": name, "sizeOnDisk": Int64(sizes[name]), "empty": False})
     flt = ctx.cmd.get("filter") or {}
     databases = [d for d in databases if _matches(flt, d)]
     if ctx.cmd.get("nameOnly"):
         return {"databases": [{"name": d["name"]} for d in databases], "ok": 1.0}
-    total = sum(int(d["sizeOnDisk"]) for d in databases)
+    total = sum(sizes[str(d["name"])] for d in databases)
     return {
         "databases": databases,
         "totalSize": Int64(total),
@@ -371,9 +358,10 @@ def cmd_create_indexes(ctx: CommandContext) -> Reply:
                 9, "The 'name' field is a required property of an index specification"
             )
     created = not ctx.store.collection_exists(ctx.db, coll)
-    before = 0 if created else len(ctx.store.collection(ctx.db, coll).index_information())
+    before = 0 if created else len(ctx.store.indexes(ctx.db, coll))
+    _check_index_conflicts(ctx.store.indexes(ctx.db, coll), indexes)
     ctx.store.create_indexes(ctx.db, coll, indexes)
-    after = len(ctx.store.collection(ctx.db, coll).index_information())
+    after = len(ctx.store.indexes(ctx.db, coll))
     reply: Reply = {
         "numIndexesBefore": before if not created else 1,
         "numIndexesAfter": after,
@@ -385,11 +373,55 @@ def cmd_create_indexes(ctx: CommandContext) -> Reply:
     return reply
 
 
+_INDEX_IDENTITY = ("v", "name", "key")
+
+
+def _index_options(spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in spec.items() if k not in _INDEX_IDENTITY and k != "ns"}
+
+
+def _check_index_conflicts(
+    existing: Sequence[Mapping[str, Any]], requested: Sequence[Mapping[str, Any]]
+) -> None:
+    """Refuse an index whose name or key an existing one has with another definition, as
+    a server's createIndexes does (IndexKeySpecsConflict 86, IndexOptionsConflict 85)."""
+    by_name = {str(doc["name"]): doc for doc in existing}
+    for spec in (listing(s) for s in requested):
+        key = list(spec["key"].items())
+        name = str(spec["name"])
+        current = by_name.get(name)
+        if current is not None:
+            if list(current["key"].items()) != key:
+                raise CommandError(
+                    86,
+                    "An existing index has the same name as the requested index. When index"
+                    " names are not specified, they are auto generated and can cause"
+                    " conflicts. Please refer to our documentation. Requested index:"
+                    f" {dict(spec)}, existing index: {dict(current)}",
+                )
+            options = {k: v for k, v in _index_options(spec).items() if k != "collation"}
+            held = {k: v for k, v in _index_options(current).items() if k != "collation"}
+            if options != held and name != "_id_":
+                raise CommandError(
+                    85,
+                    "An existing index has the same name as the requested index but different"
+                    f" options. Requested index: {dict(spec)}, existing index: {dict(current)}",
+                )
+            continue
+        for other in existing:
+            if list(other["key"].items()) == key and _index_options(other) == {
+                k: v for k, v in _index_options(spec).items() if k != "collation"
+            }:
+                raise CommandError(
+                    85, f"Index already exists with a different name: {other['name']}"
+                )
+
+
 def cmd_drop_indexes(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     if not ctx.store.collection_exists(ctx.db, coll):
         raise CommandError(26, f"ns not found {ctx.db}.{coll}")
-    info = ctx.store.collection(ctx.db, coll).index_information()
+    info = {str(doc["name"]): doc for doc in ctx.store.indexes(ctx.db, coll)}
     index = ctx.cmd.get("index")
     names: list[str]
     if index == "*":
@@ -400,7 +432,7 @@ def cmd_drop_indexes(ctx: CommandContext) -> Reply:
         names = [str(name) for name in index]
     elif isinstance(index, Mapping):
         wanted = list(index.items())
-        names = [name for name, spec in info.items() if list(spec["key"]) == wanted]
+        names = [name for name, spec in info.items() if list(spec["key"].items()) == wanted]
         if not names:
             raise CommandError(27, f"can't find index with key: {dict(index)}")
     else:

@@ -17,13 +17,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
-from mongomock import filtering
 
-from mongocore.sim import change_streams, merge_stage
+from mongocore.sim import aggregation, change_streams, merge_stage
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
-from mongocore.sim.query import aggregate, batch_size, distinct, project, select, sort_list
-from mongocore.sim.store import translate_store_errors
+from mongocore.sim.engine import crud
+from mongocore.sim.engine.paths import candidates, split
+from mongocore.sim.engine.store import Collection
+from mongocore.sim.engine.values import MISSING, key
+from mongocore.sim.query import batch_size, match_context
+from mongocore.sim.store import DataView, translate_store_errors
 from mongocore.sim.variables import parse_let
 from mongocore.sim.write_statements import (
     delete_limit,
@@ -47,7 +50,9 @@ __all__ = [
     "cmd_find_and_modify",
     "cmd_insert",
     "cmd_update",
+    "distinct_values",
     "out_target",
+    "run_aggregate",
     "write_out",
 ]
 
@@ -275,15 +280,16 @@ def cmd_find(ctx: CommandContext) -> Reply:
     variables = parse_let(cmd, "find")
     collation = _collation(ctx, coll, cmd.get("collation"))
     try:
-        selected = select(
-            ctx.reader[ctx.db][coll],
+        docs = ctx.reader.find(
+            ctx.db,
+            coll,
             variables.in_query(cmd.get("filter") or {}),
-            collation=collation,
-            sort=sort_list(cmd.get("sort")),
+            sort=cmd.get("sort") or None,
+            projection=cmd.get("projection") or None,
             skip=skip,
             limit=limit,
+            context=match_context(collation, variables),
         )
-        docs = project(selected, cmd.get("projection") or None)
     except CommandError:
         raise
     except Exception as exc:
@@ -360,10 +366,9 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
         raise CommandError(
             238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
         )
-    source = ctx.store.client if writes else ctx.reader
-    collection = source[ctx.db][coll]
+    source = ctx.store.latest if writes else ctx.reader
     try:
-        docs = aggregate(collection, pipeline[:-1] if writes else pipeline, collation)
+        docs = run_aggregate(source, ctx.db, coll, pipeline[:-1] if writes else pipeline, collation)
         if merge is not None:
             merge.write(ctx.store, docs, collation=collation, bypass_validation=_bypass(ctx))
             docs = []
@@ -380,17 +385,27 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     return {"cursor": batch, "ok": 1.0}
 
 
+def run_aggregate(
+    view: DataView, db: str, coll: str, pipeline: list[Any], collation: Optional[Collation]
+) -> list[dict[str, Any]]:
+    """A pipeline (without a final $out or $merge) over a collection's documents. A
+    leading ``$match`` is the engine's query (the index lookups and its errors)."""
+    stages = list(pipeline)
+    if stages and isinstance(stages[0], Mapping) and list(stages[0]) == ["$match"]:
+        docs = view.find(db, coll, stages[0]["$match"], context=match_context(collation))
+        stages = stages[1:]
+    else:
+        docs = view.documents(db, coll)
+    return aggregation.run(docs, stages, view=view, db=db, collation=collation)
+
+
 def write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]]) -> None:
     """$out: replace the target's documents (checked against its validator unless
     bypassDocumentValidation), keeping its indexes and options."""
     options = ctx.store.options(db, coll)
     for doc in docs:
         options.check_document(doc, bypass=_bypass(ctx))
-    target = ctx.store.client[db][coll]
-    target.delete_many({})
-    if docs:
-        target.insert_many([dict(doc) for doc in docs])
-    ctx.store.replace_collection(db, coll, list(target.find()))
+    ctx.store.replace_collection(db, coll, docs)
 
 
 def cmd_count(ctx: CommandContext) -> Reply:
@@ -399,15 +414,15 @@ def cmd_count(ctx: CommandContext) -> Reply:
     skip = _count_option(cmd, "skip")
     limit = abs(_count_option(cmd, "limit"))
     collation = _collation(ctx, coll, cmd.get("collation"))
+    collection = ctx.reader.collection(ctx.db, coll) or Collection(ctx.namespace(coll))
     try:
-        n = len(
-            select(
-                ctx.reader[ctx.db][coll],
-                cmd.get("query") or {},
-                collation=collation,
-                skip=max(skip, 0),
-                limit=limit,
-            )
+        n = crud.count(
+            collection,
+            cmd.get("query") or {},
+            skip=max(skip, 0),
+            limit=limit,
+            context=match_context(collation),
+            as_of=ctx.reader.as_of,
         )
     except CommandError:
         raise
@@ -416,16 +431,35 @@ def cmd_count(ctx: CommandContext) -> Reply:
     return {"n": n, "ok": 1.0}
 
 
+def distinct_values(
+    docs: list[dict[str, Any]], field: str, collation: Optional[Collation]
+) -> list[Any]:
+    """The distinct values of ``field`` over ``docs`` (an array's elements each count),
+    one per class of equal values, in BSON order, as a server returns them."""
+    kept: dict[Any, Any] = {}
+    parts = split(field)
+    for doc in docs:
+        for value, _ in candidates(doc, parts, expand_leaf=False):
+            if value is MISSING:
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                kept.setdefault(key(item, collation), item)
+    return [kept[k] for k in sorted(kept)]
+
+
 def cmd_distinct(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
-    key = ctx.cmd.get("key")
-    if not isinstance(key, str):
+    field = ctx.cmd.get("key")
+    if not isinstance(field, str):
         raise CommandError(14, "BSON field 'distinct.key' is missing but a required field")
     collation = _collation(ctx, coll, ctx.cmd.get("collation"))
     try:
-        values = distinct(ctx.reader[ctx.db][coll], key, ctx.cmd.get("query") or {}, collation)
+        docs = ctx.reader.find(
+            ctx.db, coll, ctx.cmd.get("query") or {}, context=match_context(collation)
+        )
+        values = distinct_values(docs, field, collation)
     except CommandError:
         raise
     except Exception as exc:
         raise translate_store_errors(exc, ctx.namespace(coll)) from exc
-    return {"values": sorted(values, key=filtering.BsonComparable), "ok": 1.0}
+    return {"values": values, "ok": 1.0}

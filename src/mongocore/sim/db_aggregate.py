@@ -5,7 +5,7 @@ makes its own documents: ``$documents`` (the documents it lists, its expressions
 evaluated), ``$listLocalSessions`` (the process's session cache,
 :mod:`mongocore.sim.local_sessions`), ``$currentOp`` (admin only, sim/operations.py)
 and ``$changeStream`` (sim/change_streams.py). The later stages run on those documents
-through mongomock (sim/scratch.py), and the pipeline may end in ``$out`` or ``$merge``
+through sim/aggregation.py, and the pipeline may end in ``$out`` or ``$merge``
 (sim/merge_stage.py), which write through the store like a collection's aggregation.
 Any other first stage fails with InvalidNamespace (73) "a collection is required",
 and a collection's aggregation starting with one of these stages with 73 "can only be
@@ -15,15 +15,12 @@ run with {aggregate: 1}", as on a 7.0 server. The cursor's namespace is
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Optional
 
-import mongomock.aggregate
-
-from mongocore.sim import merge_stage
+from mongocore.sim import aggregation, merge_stage
 from mongocore.sim.codes import CommandError
-from mongocore.sim.collation import Collation, parse_collation, unwrap, wrap, wrap_query
+from mongocore.sim.collation import parse_collation
 from mongocore.sim.commands import CommandContext, Reply
 from mongocore.sim.crud_commands import out_target, write_out
 from mongocore.sim.local_sessions import list_local_sessions
@@ -37,8 +34,6 @@ __all__ = ["COLLECTIONLESS_STAGES", "check_collection_pipeline", "cmd_aggregate_
 COLLECTIONLESS_STAGES = ("$documents", "$listLocalSessions", "$currentOp", "$changeStream")
 # Those this module runs (the others have handlers of their own).
 _SOURCES = ("$documents", "$listLocalSessions")
-_FOREIGN_STAGES = ("$lookup", "$graphLookup", "$unionWith")
-_Parser: Any = mongomock.aggregate._Parser
 
 
 def check_collection_pipeline(cmd: Mapping[str, Any]) -> None:
@@ -85,7 +80,9 @@ def cmd_aggregate_database(ctx: CommandContext) -> Reply:
     spec = pipeline[0][first]
     docs = _documents(spec) if first == "$documents" else _sessions(ctx, spec)
     try:
-        docs = _run(docs, variables.in_pipeline(list(rest)), collation, ctx.reader[ctx.db])
+        docs = aggregation.run(
+            docs, variables.in_pipeline(list(rest)), view=ctx.reader, db=ctx.db, collation=collation
+        )
         if merge is not None:
             merge.write(
                 ctx.store,
@@ -107,10 +104,7 @@ def cmd_aggregate_database(ctx: CommandContext) -> Reply:
 
 def _documents(spec: Any) -> list[dict[str, Any]]:
     """``$documents``: an expression (a literal array, usually) evaluating to documents."""
-    try:
-        value = _Parser({}).parse(spec)
-    except KeyError:
-        value = None
+    value = aggregation.evaluate(spec, {})
     if not isinstance(value, list) or not all(isinstance(doc, dict) for doc in value):
         raise CommandError(
             5858203, "error during $documents: the expression must evaluate to an array of objects"
@@ -122,23 +116,3 @@ def _sessions(ctx: CommandContext, spec: Any) -> list[dict[str, Any]]:
     if ctx.process is None:
         return []
     return list_local_sessions(ctx.process, spec, ctx.cmd)
-
-
-def _run(
-    docs: Sequence[Mapping[str, Any]],
-    stages: list[Any],
-    collation: Optional[Collation],
-    database: Any,
-) -> list[dict[str, Any]]:
-    """The later stages over ``docs``, in order; ``$lookup`` and ``$unionWith`` read the
-    collections of ``database``. A document without ``_id`` keeps none."""
-    source = [copy.deepcopy(dict(doc)) for doc in docs]
-    if collation is not None:
-        if any(_first_stage([stage]) in _FOREIGN_STAGES for stage in stages):
-            raise CommandError(
-                238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
-            )
-        source = [wrap(doc, collation) for doc in source]
-        stages = wrap_query(stages, collation)
-    results = list(mongomock.aggregate.process_pipeline(source, database, stages, None))  # type: ignore[no-untyped-call]
-    return [unwrap(doc) for doc in results] if collation is not None else results

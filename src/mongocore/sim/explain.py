@@ -13,13 +13,16 @@ runs, then each remaining stage.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from mongomock import filtering
-
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import BUILD_VERSION, CommandContext, Reply
+from mongocore.sim.engine import crud
+from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.engine.store import Collection
+from mongocore.sim.query import match_context, update_for_engine
 from mongocore.sim.query_planner import (
     MAX_BLOCKING_SORT_BYTES,
     Plan,
@@ -30,7 +33,7 @@ from mongocore.sim.query_planner import (
     plan_stages,
     shape_hash,
 )
-from mongocore.sim.scratch import run_pipeline, scratch_client
+from mongocore.sim.scratch import run_pipeline
 from mongocore.sim.store import translate_store_errors
 
 __all__ = ["EXPLAINABLE", "cmd_explain", "explain_aggregate", "explain_kind"]
@@ -162,14 +165,12 @@ class _Collection:
 
     def __init__(self, ctx: CommandContext, coll: str, *, with_docs: bool) -> None:
         self.namespace = f"{ctx.db}.{coll}"
-        try:
-            database = ctx.reader[ctx.db]
-            self.exists = coll in database.list_collection_names()
-            collection = database[coll]
-            self.indexes = collection.index_information() if self.exists else {}
-            self.docs = list(collection.find()) if self.exists and with_docs else []
-        except Exception as exc:
-            raise translate_store_errors(exc, self.namespace) from exc
+        self.exists = ctx.reader.exists(ctx.db, coll)
+        self.indexes = {
+            str(spec["name"]): {**spec, "key": list(spec["key"].items())}
+            for spec in ctx.reader.index_documents(ctx.db, coll)
+        }
+        self.docs = ctx.reader.documents(ctx.db, coll) if self.exists and with_docs else []
 
 
 def _server_info(ctx: CommandContext) -> dict[str, Any]:
@@ -202,14 +203,18 @@ def _write_counts(
     targets = matched if multi else matched[:1]
     modified = 0
     if targets and update is not None:
-        scratch = scratch_client("scratch", "docs", targets)["scratch"]["docs"]
+        scratch = Collection(coll.namespace)
+        for doc in targets:
+            scratch.insert(doc, 0)
         try:
-            if isinstance(update, Mapping) and not any(str(k).startswith("$") for k in update):
-                modified = scratch.replace_one({"_id": targets[0]["_id"]}, update).modified_count
-            elif multi:
-                modified = scratch.update_many({}, update).modified_count
-            else:
-                modified = scratch.update_one({}, update).modified_count
+            modified = crud.update(
+                scratch,
+                {},
+                update_for_engine(update, None),
+                itertools.repeat(1).__next__,
+                multi=multi,
+                context=match_context(None),
+            ).modified
         except Exception as exc:
             raise translate_store_errors(exc, coll.namespace) from exc
     return {
@@ -220,7 +225,7 @@ def _write_counts(
 
 
 def _applies(flt: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
-    return bool(filtering.filter_applies(flt, doc))  # type: ignore[no-untyped-call]
+    return compile_filter(flt, match_context(None)).matches(dict(doc))
 
 
 def _wrap(

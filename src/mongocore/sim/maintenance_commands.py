@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Reply
-from mongocore.sim.index_keys import index_keys
 from mongocore.sim.validation import failure_details
 
 if TYPE_CHECKING:
@@ -47,13 +46,18 @@ def cmd_validate(ctx: CommandContext) -> Reply:
         raise CommandError(26, f"Collection '{ns}' does not exist to validate.")
     if ctx.cmd.get("repair"):
         raise CommandError(238, "validate with repair is not supported by the simulator")
-    collection = ctx.reader[ctx.db][coll]
-    docs = list(collection.find({}))
-    indexes = collection.index_information()
+    collection = ctx.reader.collection(ctx.db, coll)
+    docs = ctx.reader.documents(ctx.db, coll)
+    indexes = ctx.reader.index_names(ctx.db, coll)
     keys_per_index: dict[str, int] = {}
-    for name, info in indexes.items():
-        collation = store.index_collation(ctx.db, coll, name)
-        keys_per_index[name] = sum(len(index_keys(info, collation, doc) or ()) for doc in docs)
+    for name in indexes:
+        index = collection.indexes.get(name) if collection is not None else None
+        if name == "_id_":
+            keys_per_index[name] = len(docs)
+        else:
+            # The index's own keys of each document (one per array element of a
+            # multikey index; none for a document a sparse or partial index leaves out).
+            keys_per_index[name] = sum(len(index.keys(doc) or ()) for doc in docs) if index else 0
     options = store.options(ctx.db, coll)
     validator = options.validator if hasattr(options, "validator") else None
     non_compliant = 0

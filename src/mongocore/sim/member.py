@@ -3,14 +3,15 @@
 A :class:`Member` is a :class:`~mongocore.sim.process.Process` (listener, fail points,
 the command pipeline; its wire side in message_loop.py) that also knows what a mongod
 in a replica set knows: its role, its configuration (priority, votes, hidden, arbiter,
-tags, lag) and its lagging copy of the data (member_state.py, replication.py), and
+tags, lag) and the data it reads, as of its position (member_state.py, replication.py), and
 runs each command by the rules of its registry entry (command_table.py) in the order
 command_pipeline.py lists: transactions, the set's own commands, the role check
 (NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary), retryable-write
-records, read concern waits and the member's copy for secondary reads.
+records, read concern waits, and the data as of the member's position for secondary
+reads (or as of a snapshot read's atClusterTime).
 
 Locking: every process of a deployment shares the deployment's condition variable.
-Commands run while holding it (mongomock is not thread-safe), and waits (awaitable
+Commands run while holding it (the store is not thread-safe), and waits (awaitable
 hello, blockConnection) release it; every state change notifies it.
 """
 
@@ -52,10 +53,9 @@ from mongocore.sim.registry import (
     STANDALONE,
     Command,
 )
-from mongocore.sim.replication import replay
 from mongocore.sim.server import Connection
 from mongocore.sim.sessions import RetryableWrite
-from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_read
+from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_read, snapshot_time
 from mongocore.sim.store import translate_store_errors
 from mongocore.sim.transactions import is_transaction_command
 from mongocore.sim.where import OperationInterruption, has_where, resolve_where
@@ -116,24 +116,14 @@ class Member(MemberState):
     def _run(
         self, conn: Connection, name: str, db: str, cmd: dict[str, Any], *, secondary_ok: bool
     ) -> Optional[Outcome]:
-        """Run a command; replication's work is done around it, without the lock
-        (replication.py): a read on a secondary first brings the member's copy up to
-        date, and a write is then replayed to every member's copy."""
+        """Run a command (a ``$where`` evaluated first, without the lock)."""
         command = self.registry.get(name)
         kind = command.kind_of(cmd) if command is not None and command.stage == DATA else "any"
         if (name == "aggregate" and aggregate_writes(cmd)) or is_transaction_command(name, cmd):
-            kind = "write"  # a commit, too, is replayed to the copies right away
-        store = self._member_owner.store
-        view = self.view
-        if view is not None and self._reads_own_copy(kind):
-            replay(store, self.cond, [view], wait=True)
-        try:
-            if has_where(name, cmd):
-                cmd = self._resolve_where(conn, name, db, cmd, kind=kind, secondary_ok=secondary_ok)
-            return self._run_command(conn, command, name, db, cmd, secondary_ok=secondary_ok)
-        finally:
-            if kind == "write":
-                replay(store, self.cond, wait=False)
+            kind = "write"
+        if has_where(name, cmd):
+            cmd = self._resolve_where(conn, name, db, cmd, kind=kind, secondary_ok=secondary_ok)
+        return self._run_command(conn, command, name, db, cmd, secondary_ok=secondary_ok)
 
     def _resolve_where(
         self,
@@ -152,16 +142,12 @@ class Member(MemberState):
         def read(db: str, coll: str, flt: Mapping[str, Any]) -> list[dict[str, Any]]:
             with self.cond:
                 self._check_role(kind, secondary_ok)
-                own_copy = self.view is not None and self._reads_own_copy(kind)
-                guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-                if own_copy and self.view is not None:
-                    guard = self.view.mutex
-                with guard:
-                    reader = self.reader() if own_copy else self._member_owner.store.client
-                    try:
-                        return list(reader[db][coll].find(flt))
-                    except Exception as exc:
-                        raise translate_store_errors(exc, f"{db}.{coll}") from exc
+                own_copy = self._reads_own_copy(kind)
+                reader = self.reader() if own_copy else self._member_owner.store.latest
+                try:
+                    return reader.find(db, coll, flt)
+                except Exception as exc:
+                    raise translate_store_errors(exc, f"{db}.{coll}") from exc
 
         interruption = OperationInterruption(self, conn, name)
         return resolve_where(name, db, cmd, read=read, interruption=interruption)
@@ -234,34 +220,33 @@ class Member(MemberState):
                 retryable = RetryableWrite(owner.store, self.failpoints, lsid, int(txn_number))
             if kind == "read" and self.role != PRIMARY:
                 self._wait_for_read_concern(conn, cmd)
-            # A read of the member's own copy holds its mutex (after the lock: the
-            # order replication.py keeps), so no replay changes the copy meanwhile; the
-            # handler must not wait on the condition. Other kinds read no documents.
-            guard: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
-            own_copy = self.view is not None and self._reads_own_copy(kind)
-            if own_copy and self.view is not None:
-                guard = self.view.mutex
-            with guard:
-                ctx = CommandContext(
-                    name=name,
-                    db=db,
-                    cmd=cmd,
-                    store=owner.store,
-                    reader=self.reader() if own_copy else owner.store.client,
-                    cursors=self.cursors,
-                    data_members=owner.data_bearing_count(),
-                    retryable=retryable,
-                    process=self,
-                )
-                written = owner.store.oplog_end
-                table = owner.transactions
-                handler = command.handler_on(self.deployment_kind)
-                # Open transactions keep their snapshot of what a write changes.
-                with table.around(kind, name, db, cmd) if table else contextlib.nullcontext():
-                    reply = handler(ctx)
+            # A secondary's read sees the data as of the optime it has applied.
+            own_copy = self._reads_own_copy(kind)
+            reader = self.reader() if own_copy else owner.store.latest
+            at = snapshot_time(name, cmd)
+            if at is not None:
+                reader = owner.store.view(at)  # a snapshot read: as of its atClusterTime
+            ctx = CommandContext(
+                name=name,
+                db=db,
+                cmd=cmd,
+                store=owner.store,
+                reader=reader,
+                cursors=self.cursors,
+                data_members=owner.data_bearing_count(),
+                retryable=retryable,
+                process=self,
+            )
+            written = owner.store.oplog_end
+            table = owner.transactions
+            handler = command.handler_on(self.deployment_kind)
+            # Open transactions keep their snapshot of what a write changes.
+            with table.around(kind, name, db, cmd) if table else contextlib.nullcontext():
+                reply = handler(ctx)
             if txn_number is not None and isinstance(lsid, Mapping):
                 owner.store.sessions.complete(lsid, int(txn_number), reply)
-            add_at_cluster_time(name, cmd, reply, owner.store.last_optime.ts)
+            now = self.applied_optime().ts if own_copy else owner.store.last_optime.ts
+            add_at_cluster_time(name, cmd, reply, now)
             self._after_write(written)
             if kind == "write" and reply.get("ok"):
                 self._wait_for_write_concern(cmd, reply)

@@ -22,7 +22,7 @@ from mongocore.sim.process import Owner, Process
 from mongocore.sim.profiler import Profiler
 from mongocore.sim.replication import ReplicaView
 from mongocore.sim.server import Connection
-from mongocore.sim.store import DataStore, OpTime
+from mongocore.sim.store import DataStore, DataView, OpTime
 from mongocore.sim.transactions import TransactionTable
 
 if TYPE_CHECKING:
@@ -179,14 +179,13 @@ class MemberState(Process):
 
     # -- data --------------------------------------------------------------------------
 
-    def reader(self) -> Any:
-        """The mongomock client this member's reads see: its own lagging copy unless
-        primary. On a secondary the caller holds the lock and the copy's mutex."""
+    def reader(self) -> DataView:
+        """The data this member's reads see: the latest on the primary, as of its applied
+        optime on a secondary (the caller holds the lock)."""
         store = self._member_owner.store
         if self.role == PRIMARY or self.view is None:
-            return store.client
-        self.view.catch_up(self._owner.clock())
-        return self.view.client
+            return store.latest
+        return self.view.data(self._owner.clock())
 
     def applied_optime(self) -> OpTime:
         """The optime of the last entry this member has applied (the lock is held): no

@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-import mongomock.aggregate
 from bson import ObjectId
 
+from mongocore.sim import aggregation
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
 from mongocore.sim.update_pipeline import check_pipeline
@@ -61,8 +61,6 @@ _SUPPORTED = frozenset(
     }
 )
 _INTERNAL_DATABASES = ("admin", "config", "local")
-
-_Parser: Any = mongomock.aggregate._Parser
 
 
 @dataclass
@@ -100,8 +98,8 @@ class MergeSpec:
     def _check_unique_index(self, store: DataStore) -> None:
         if set(self.on) == {"_id"}:
             return
-        for _, info, _ in store.indexes(self.db, self.coll):
-            keys = [str(key) for key, _ in info.get("key", [])]
+        for info in store.indexes(self.db, self.coll):
+            keys = [str(key) for key in info.get("key", {})]
             if (
                 info.get("unique")
                 and not info.get("partialFilterExpression")
@@ -196,10 +194,8 @@ class MergeSpec:
         """``new`` and the stage's ``let`` variables, evaluated on the output document."""
         values: dict[str, Any] = {"new": dict(doc)}
         for name, expression in (self.let or {}).items():
-            try:
-                values[str(name)] = _Parser(dict(doc)).parse(expression)
-            except KeyError:
-                values[str(name)] = None
+            value = aggregation.evaluate(expression, dict(doc))
+            values[str(name)] = None if value is aggregation.MISSING else value
         return values
 
 

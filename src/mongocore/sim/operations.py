@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bson import Int64
-from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Reply
+from mongocore.sim.engine.matcher import compile_filter
 from mongocore.sim.scratch import open_cursor, run_pipeline
 
 if TYPE_CHECKING:
@@ -239,7 +239,8 @@ def cmd_current_op(ctx: CommandContext) -> Reply:
         if key not in _CURRENT_OP_OPTIONS and not key.startswith("$") and key != "lsid"
     }
     entries = describe_operations(_process(ctx))
-    matched = [e for e in entries if filtering.filter_applies(flt, e)]  # type: ignore[no-untyped-call]
+    matcher = compile_filter(flt)
+    matched = [e for e in entries if matcher.matches(e)]
     return {"inprog": matched, "ok": 1.0}
 
 

@@ -4,10 +4,11 @@
 Every change of a deployment's data is appended as an :class:`OplogEntry` (a document's
 full post-image, a deletion, a catalog command, a no-op) stamped with an
 :class:`OpTime`: a timestamp (seconds and an increment, strictly growing), the election
-term and the wall-clock time. The :class:`Oplog` keeps only the entries some member's
-copy (replication.py) has not replayed yet, plus the newest ``OPLOG_HISTORY`` entries
-for ``local.oplog.rs``, and tells its observers (change streams' change log, the
-unique-index tables) of each entry it appends.
+term and the wall-clock time; the write itself is stamped with the same optime in the
+engine's collections (store.py). The :class:`Oplog` keeps only the entries some member
+(replication.py) has not applied yet, so that moving its position is a search of them,
+plus the newest ``OPLOG_HISTORY`` entries for ``local.oplog.rs``, and tells its
+observers (change streams' change log) of each entry it appends.
 """
 
 from __future__ import annotations
@@ -93,8 +94,10 @@ class Checkpoint(NamedTuple):
 class Oplog:
     """A deployment's oplog. The owner serializes access (the deployment's lock)."""
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Callable[[], float], *, keep_entries: bool = False) -> None:
         self.clock = clock
+        #: Keep every entry (a transaction's workspace: its entries are what it commits).
+        self.keep_entries = keep_entries
         self.term = 1
         self._oplog: list[OplogEntry] = []
         self._oplog_base = 0  # absolute index of _oplog[0]
@@ -139,11 +142,15 @@ class Oplog:
         doc: Optional[Document] = None,
         command: Optional[Document] = None,
         update: Any = None,
+        optime: Optional[OpTime] = None,
     ) -> None:
-        entry = OplogEntry(self.next_optime(), op, db, coll, doc_id, doc, command, update)
+        """Log a change; ``optime`` is the one its write was stamped with (a new one if
+        None: a catalog change that stamps nothing)."""
+        optime = optime if optime is not None else self.next_optime()
+        entry = OplogEntry(optime, op, db, coll, doc_id, doc, command, update)
         index = self.oplog_end
         self.history.append(entry)
-        if self._views:
+        if self._views or self.keep_entries:
             self._oplog.append(entry)
         else:
             self._oplog_base += 1
@@ -196,11 +203,11 @@ class Oplog:
             self._oplog.clear()
 
     def trim(self) -> None:
-        """Forget the entries every copy has replayed. Dropping from the front of a list
+        """Forget the entries every member has applied. Dropping from the front of a list
         moves the rest, so it waits until the dropped part is at least half of it."""
-        if not self._views:
-            return  # drop_view already forgot every entry
-        keep_from = min(view.replayed for view in self._views)
+        if not self._views or self.keep_entries:
+            return  # drop_view already forgot every entry, or all are kept
+        keep_from = min(view.applied for view in self._views)
         drop = keep_from - self._oplog_base
         if drop > 0 and drop * 2 >= len(self._oplog):
             del self._oplog[:drop]
@@ -211,14 +218,14 @@ class Oplog:
         them: the lock was held) and tell the observers."""
         written = self.oplog_end - checkpoint.oplog_end
         for view in self._views:
-            # No copy can have replayed these entries (the lock was held), but one may
+            # No member can have read these entries (the lock was held), but one may
             # have counted them as applied (its position asked for meanwhile).
             view.forget_after(checkpoint.oplog_end, checkpoint.last_optime)
         if written > 0:
-            if self._views:
-                del self._oplog[len(self._oplog) - written :]
-            else:
-                self._oplog_base -= written
+            # Some may have been forgotten already, once every member counted them.
+            kept = min(written, len(self._oplog))
+            del self._oplog[len(self._oplog) - kept :]
+            self._oplog_base -= written - kept
         while self.history and self.history[-1].optime.ts > checkpoint.last_optime.ts:
             self.history.pop()
         self.last_optime = checkpoint.last_optime

@@ -13,7 +13,7 @@ adds. Awaitable hello waits for a change of the topologyVersion without holding 
 lock.
 
 Locking: every process of a deployment shares the deployment's condition variable.
-Commands run while holding it (mongomock is not thread-safe), and waits (awaitable
+Commands run while holding it (the store is not thread-safe), and waits (awaitable
 hello, blockConnection) release it; every state change notifies it.
 """
 

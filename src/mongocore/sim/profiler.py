@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
 import bson
-from mongomock import filtering
 
 from mongocore.sim.codes import CommandError, code_name
 from mongocore.sim.commands import CommandContext, Handler, Reply
+from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.query import match_context
 
 if TYPE_CHECKING:
     from mongocore.sim.server import Connection
@@ -212,15 +213,13 @@ class Profiler:
         if self.sample_rate < 1.0 and random.random() >= self.sample_rate:
             return False
         if settings.filter is not None:
-            return bool(filtering.filter_applies(settings.filter, entry))  # type: ignore[no-untyped-call]
+            return compile_filter(settings.filter, match_context(None)).matches(dict(entry))
         return level == 2 or millis > self.slow_ms
 
 
 def _check_filter(flt: Mapping[str, Any]) -> None:
-    try:
-        filtering.filter_applies(flt, {})  # type: ignore[no-untyped-call]
-    except Exception as exc:
-        raise CommandError(2, f"invalid profile filter: {exc}") from None
+    """A profile filter is a query: refused with the query's own error, as a server does."""
+    compile_filter(flt, match_context(None))
 
 
 # -- the documents -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The query plans a simulated mongod explains, shaped as the classic engine's.
 
-The simulator's queries all run on mongomock, which scans; this module says which plan
+The simulator's queries run on its engine, which scans; this module says which plan
 a 7.0 server would pick for the same query over the same indexes, and what it would
 examine, so that ``explain`` answers in a server's shape: EOF for a collection that does
 not exist, IDHACK for an equality on ``_id`` alone, IXSCAN under FETCH for an index
@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from bson import SON
-from mongomock import filtering
 
 from mongocore.sim.codes import CommandError
+from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.engine.values import key as bson_key
+from mongocore.sim.query import match_context
 
 __all__ = ["Plan", "QueryShape", "choose_plans", "execution_stages", "parsed_query", "shape_hash"]
 
@@ -33,7 +35,7 @@ MAX_BLOCKING_SORT_BYTES = 104_857_600
 
 
 def _matches(flt: Mapping[str, Any], doc: Mapping[str, Any]) -> bool:
-    return bool(filtering.filter_applies(flt, doc))  # type: ignore[no-untyped-call]
+    return compile_filter(flt, match_context(None)).matches(dict(doc))
 
 
 @dataclass
@@ -215,7 +217,7 @@ def _intervals(predicate: Any) -> list[str]:
     if "$eq" in predicate:
         return _intervals(predicate["$eq"])
     if "$in" in predicate and isinstance(predicate["$in"], list):
-        values = sorted(predicate["$in"], key=filtering.BsonComparable)
+        values = sorted(predicate["$in"], key=bson_key)
         return [f"[{_bound(v)}, {_bound(v)}]" for v in values]
     low, high = "[MinKey", "MaxKey]"
     numeric = any(isinstance(predicate.get(op), (int, float)) for op in _RANGE_OPERATORS)

@@ -70,7 +70,7 @@ def router_reply(
             db=db,
             cmd=cmd,
             store=shard.store,
-            reader=shard.store.client,
+            reader=shard.store.latest,
             cursors=mongos.cursors,
             process=mongos,
         )

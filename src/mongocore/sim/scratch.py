@@ -3,21 +3,21 @@
 ``$collStats``, ``$currentOp``, ``local.oplog.rs`` and ``config.shards`` are not stored
 collections: their documents are built when asked for. The rest of the request (a
 filter, a sort, the later stages of a pipeline) runs on them as on stored documents, in
-a throw-away mongomock collection, so the query language is the one the stored
-collections speak.
+a throwaway store of the engine (or, for a pipeline, sim/aggregation.py), so the query
+language is the one the stored collections speak.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import mongomock
-
+from mongocore.sim import aggregation
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Reply
-from mongocore.sim.store import translate_store_errors
+from mongocore.sim.store import DataStore, DataView
 
 __all__ = [
     "SystemCollection",
@@ -25,21 +25,19 @@ __all__ = [
     "first_stage",
     "open_cursor",
     "run_pipeline",
-    "scratch_client",
+    "scratch_view",
 ]
 
 #: The field a document without ``_id`` is given while it sits in a scratch collection.
 _SYNTHETIC_ID = "_id"
 
 
-def scratch_client(db: str, coll: str, docs: Sequence[Mapping[str, Any]]) -> Any:
-    """A mongomock client holding ``docs`` in ``db.coll``, in this (natural) order."""
-    client: Any = mongomock.MongoClient()
-    if docs:
-        client[db][coll].insert_many([dict(doc) for doc in docs])
-    else:
-        client[db].create_collection(coll)
-    return client
+def scratch_view(db: str, coll: str, docs: Sequence[Mapping[str, Any]]) -> DataView:
+    """A throwaway store holding ``docs`` (each with an ``_id``) in ``db.coll``, in this
+    (natural) order."""
+    store = DataStore(time.time)
+    store.load(db, coll, docs)
+    return store.latest
 
 
 def run_pipeline(
@@ -48,15 +46,7 @@ def run_pipeline(
     """Run the stages of ``pipeline`` on ``docs`` (documents without ``_id`` keep none)."""
     if not pipeline:
         return [dict(doc) for doc in docs]
-    numbered = [doc if "_id" in doc else {**doc, _SYNTHETIC_ID: n} for n, doc in enumerate(docs)]
-    strip = [] if all("_id" in doc for doc in docs) else [{"$project": {_SYNTHETIC_ID: 0}}]
-    client = scratch_client("scratch", "docs", numbered)
-    try:
-        return list(client["scratch"]["docs"].aggregate([*strip, *pipeline]))
-    except CommandError:
-        raise
-    except Exception as exc:
-        raise translate_store_errors(exc, namespace) from exc
+    return aggregation.run(docs, list(pipeline), db=namespace.partition(".")[0])
 
 
 def first_stage(cmd: Mapping[str, Any]) -> Optional[str]:

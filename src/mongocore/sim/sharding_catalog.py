@@ -103,7 +103,7 @@ def shard_documents(cluster: ShardedCluster) -> list[dict[str, Any]]:
 
 def _databases(cluster: ShardedCluster) -> list[dict[str, Any]]:
     identity = _identity(cluster)
-    stored = set(cluster.shard.store.client.list_database_names())
+    stored = set(cluster.shard.store.database_names())
     names = sorted((stored | _sharded(cluster).databases) - _SYSTEM_DATABASES)
     return [
         {
@@ -376,11 +376,11 @@ def cmd_shard_collection(ctx: CommandContext) -> Reply:
     if "viewOn" in store.options(db, coll).extra:
         raise CommandError(166, "Namespace " + namespace + " is a view, not a collection")
     exists = store.collection_exists(db, coll)
-    indexes = store.collection(db, coll).index_information() if exists else {}
+    indexes = store.indexes(db, coll)
     key_items = list(pattern.items())
-    has_index = any(list(info["key"])[: len(key_items)] == key_items for info in indexes.values())
+    has_index = any(list(info["key"].items())[: len(key_items)] == key_items for info in indexes)
     if not has_index:
-        if exists and store.collection(db, coll).estimated_document_count():
+        if exists and store.latest.count(db, coll):
             raise CommandError(
                 72,
                 "Please create an index that starts with the proposed shard key before"

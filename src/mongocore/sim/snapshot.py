@@ -30,8 +30,6 @@ from typing import Any, Optional
 
 import bson
 
-from mongocore.sim import by_id
-from mongocore.sim.replication import new_view
 from mongocore.sim.store import DataStore, OplogEntry
 
 __all__ = [
@@ -56,9 +54,8 @@ class Workspace:
 
     def __init__(self, live: DataStore) -> None:
         self.live = live
-        self.store = DataStore(live.clock)
-        # A copy that never replays: the workspace's oplog keeps every entry it logs.
-        self._keep = new_view(self.store, initial_sync=False)
+        # The workspace's oplog keeps every entry it logs: what its commit applies.
+        self.store = DataStore(live.clock, keep_entries=True)
         self._examined = 0
         self._copied: set[Namespace] = set()
         #: Documents the transaction wrote, by collection.
@@ -91,22 +88,10 @@ class Workspace:
         live = self.live
         if not live.collection_exists(db, coll):
             return  # absent from the snapshot: the workspace does not have it either
-        source = live.collection(db, coll)
-        self.store.client[db].create_collection(coll)
-        target = self.store.collection(db, coll)
-        for doc in source.find():
-            by_id.put(self.store.client, db, coll, doc["_id"], doc)
-        for name, info in source.index_information().items():
-            if name == "_id_":
-                continue
-            spec = {k: v for k, v in info.items() if k not in ("key", "v", "ns")}
-            target.create_index(list(info["key"]), name=name, **spec)
         options = live.catalog.get(ns)
         if options is not None:
             self.store.set_options(db, coll, options)
-        for (idb, icoll, name), collation in live.index_collations.items():
-            if (idb, icoll) == ns:
-                self.store.index_collations[(idb, icoll, name)] = collation
+        self.store.copy_collection(live, db, coll)
 
     # -- the transaction's writes --------------------------------------------------------
 
@@ -174,18 +159,14 @@ class Workspace:
         return [(entry.db, entry.coll)] if entry.coll else []
 
     def publish_catalog(self, namespaces: Iterable[Namespace]) -> None:
-        """Give the live data the options and index collations of the collections and
-        indexes the transaction created (its commit applied the collections themselves)."""
+        """Give the live data the options of the collections the transaction created
+        (its commit applied the collections and their indexes themselves)."""
         for ns in namespaces:
             if ns in self.created and ns in self.store.catalog:
                 self.live.set_options(ns[0], ns[1], self.store.catalog[ns])
-        for index, collation in self.store.index_collations.items():
-            if (index[0], index[1]) in self.catalog:
-                self.live.index_collations[index] = collation
 
     def close(self) -> None:
         """Drop the copies (the transaction committed or aborted)."""
-        self.store.drop_view(self._keep)
         self._copied.clear()
         self.written.clear()
         self.changed.clear()
@@ -248,4 +229,4 @@ def written_namespaces(
             return [(str(out.get("db", db)), out["coll"])]
     elif name != "dropDatabase" and isinstance(target, str):
         return [(db, target)]
-    return [(db, coll) for coll in store.client[db].list_collection_names()]
+    return [(db, coll) for coll in store.collection_names(db)]

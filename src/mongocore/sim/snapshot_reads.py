@@ -7,22 +7,32 @@ reply, a top-level ``atClusterTime`` in a distinct reply. Any other command give
 fails with InvalidOptions (72), as does ``atClusterTime`` with ``afterClusterTime``;
 a standalone refuses the level on every command.
 
-The simulator keeps no history of documents, so a snapshot read sees the data as it
-is now: ``atClusterTime``, given or not, only decides the timestamp the reply
-reports. A multi-document transaction's read concern is checked by
-:mod:`mongocore.sim.transaction_rules`, not here.
+A read with ``atClusterTime`` sees the data as of that timestamp: the store keeps the
+history of every document for ``HISTORY_WINDOW`` seconds (a 7.0 server's default
+``minSnapshotHistoryWindowInSeconds``, 300), and an older read is refused with
+SnapshotTooOld (239). A read without it sees the newest data and reports its time,
+which a driver's snapshot session then sends as the ``atClusterTime`` of its later
+reads, so a ``snapshot: true`` session never sees a later write. A multi-document
+transaction's read concern is checked by :mod:`mongocore.sim.transaction_rules`, not
+here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from bson import Timestamp
 
 from mongocore.sim.codes import CommandError
 
-__all__ = ["SNAPSHOT_COMMANDS", "add_at_cluster_time", "check_snapshot_read", "is_snapshot_read"]
+__all__ = [
+    "SNAPSHOT_COMMANDS",
+    "add_at_cluster_time",
+    "check_snapshot_read",
+    "is_snapshot_read",
+    "snapshot_time",
+]
 
 #: The commands that take read concern level "snapshot" outside a transaction.
 SNAPSHOT_COMMANDS = frozenset({"find", "aggregate", "distinct"})
@@ -60,6 +70,14 @@ def check_snapshot_read(name: str, cmd: Mapping[str, Any], *, supported: bool) -
     at = read_concern.get("atClusterTime")
     if at is not None and not isinstance(at, Timestamp):
         raise CommandError(14, "readConcern.atClusterTime must be a Timestamp")
+
+
+def snapshot_time(name: str, cmd: Mapping[str, Any]) -> Optional[Timestamp]:
+    """The ``atClusterTime`` a snapshot read reads as of (None: the newest data)."""
+    if name not in SNAPSHOT_COMMANDS or not is_snapshot_read(cmd):
+        return None
+    at = cmd["readConcern"].get("atClusterTime")
+    return at if isinstance(at, Timestamp) else None
 
 
 def add_at_cluster_time(

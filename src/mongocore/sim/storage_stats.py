@@ -20,7 +20,6 @@ import bson
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Reply
 from mongocore.sim.scratch import open_cursor, run_pipeline
-from mongocore.sim.store import translate_store_errors
 from mongocore.sim.system_collections import (
     system_collection,
     system_collection_names,
@@ -80,14 +79,13 @@ def collection_stats(ctx: CommandContext, db: str, coll: str, scale: int) -> Opt
         if system.options.get("capped"):
             capped = {"max": system.options.get("max", 0), "maxSize": system.options["size"]}
     else:
-        try:
-            database = ctx.reader[db]
-            if coll not in database.list_collection_names():
-                return None
-            docs = list(database[coll].find())
-            indexes = database[coll].index_information()
-        except Exception as exc:
-            raise translate_store_errors(exc, f"{db}.{coll}") from exc
+        if not ctx.reader.exists(db, coll):
+            return None
+        docs = ctx.reader.documents(db, coll)
+        indexes = {
+            str(spec["name"]): {"key": list(spec["key"].items())}
+            for spec in ctx.reader.index_documents(db, coll)
+        }
     size = sum(_bson_size(doc) for doc in docs)
     index_sizes = {
         name: _index_size(docs, [(str(k), v) for k, v in info["key"]])
@@ -143,7 +141,7 @@ def cmd_coll_stats(ctx: CommandContext) -> Reply:
 
 def cmd_db_stats(ctx: CommandContext) -> Reply:
     scale = _scale(ctx.cmd, "dbStats")
-    names = set(ctx.reader[ctx.db].list_collection_names())
+    names = set(ctx.reader.collection_names(ctx.db))
     names.update(system_collection_names(ctx, ctx.db))
     objects = data = indexes = index_size = 0
     for name in sorted(names):

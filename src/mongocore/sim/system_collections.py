@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from bson import Binary, Int64
-from mongomock import filtering
 
 from mongocore.sim.change_log import collection_uuid
 from mongocore.sim.commands import CommandContext, Handler, Reply
+from mongocore.sim.engine.matcher import compile_filter
 from mongocore.sim.profiler import PROFILE_COLLECTION, Profiler
 from mongocore.sim.replset_commands import replica_set_config
-from mongocore.sim.scratch import SystemCollection, batch_size, scratch_client
+from mongocore.sim.scratch import SystemCollection, batch_size, scratch_view
 from mongocore.sim.sharding_catalog import CONFIG_COLLECTIONS, config_collection
 from mongocore.sim.store import OPLOG_HISTORY, OplogEntry
 
@@ -212,7 +212,7 @@ def wrap_read(name: str, base: Handler) -> Handler:
                 cmd["projection"] = _hide_synthetic_ids(cmd.get("projection"))
             elif name == "aggregate" and isinstance(cmd.get("pipeline"), list):
                 cmd["pipeline"] = [{"$project": {"_id": 0}}, *cmd["pipeline"]]
-        reader = scratch_client(ctx.db, coll, docs)
+        reader = scratch_view(ctx.db, coll, docs)
         return base(dataclasses.replace(ctx, cmd=cmd, reader=reader))
 
     return handler
@@ -241,7 +241,7 @@ def wrap_list_collections(base: Handler) -> Handler:
             return base(ctx)
         listed: dict[str, dict[str, Any]] = {
             name: _collection_entry(ctx.db, name, {}, id_index=True)
-            for name in ctx.reader[ctx.db].list_collection_names()
+            for name in ctx.reader.collection_names(ctx.db)
         }
         for name in names:
             system = system_collection(ctx, ctx.db, name)
@@ -256,7 +256,7 @@ def wrap_list_collections(base: Handler) -> Handler:
             entry = listed[name]
             if name_only:
                 entry = {"name": name, "type": "collection"}
-            if filtering.filter_applies(flt, entry):  # type: ignore[no-untyped-call]
+            if compile_filter(flt).matches(entry):
                 entries.append(entry)
         options = ctx.cmd.get("cursor") or {}
         batch = ctx.cursors.open(

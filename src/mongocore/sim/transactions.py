@@ -49,7 +49,6 @@ import bson
 from mongocore.sim.apply_ops import apply_ops_command, operation
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, CursorTable, Handler
-from mongocore.sim.replication import apply_entry
 from mongocore.sim.snapshot import Workspace, document_key, statement_namespaces, written_namespaces
 from mongocore.sim.store import DataStore, OplogEntry
 from mongocore.sim.transaction_rules import (
@@ -332,7 +331,7 @@ class TransactionTable:
                 db=db,
                 cmd=statement,
                 store=ws.store,
-                reader=ws.store.client,
+                reader=ws.store.latest,
                 cursors=cursors,
                 data_members=data_members,
                 process=process,
@@ -409,11 +408,13 @@ class TransactionTable:
                 if other.workspace is not None:
                     other.workspace.copy(written)
             live = self.store
-            for entry in entries:
-                apply_entry(live.client, entry)
             ws.publish_catalog(written)
+            optime = live.next_optime()  # one optime for the whole commit, as applyOps
+            for entry in entries:
+                live.apply(entry, optime)
             live.log_apply_ops(
-                apply_ops_command([operation(e) for e in entries], txn.lsid, txn.txn_number)
+                apply_ops_command([operation(e) for e in entries], txn.lsid, txn.txn_number),
+                optime,
             )
             for other in others:
                 if other.workspace is not None:

@@ -19,11 +19,10 @@ from typing import Any, Optional
 
 import mongomock.aggregate
 
-from mongocore.sim import pipeline_extensions  # noqa: F401  (the stages it runs)
+from mongocore.sim import aggregation
 from mongocore.sim.codes import CommandError
-from mongocore.sim.query import id_first
 
-__all__ = ["ALLOWED_STAGES", "apply_pipeline", "check_pipeline", "upsert_seed"]
+__all__ = ["ALLOWED_STAGES", "PipelineUpdate", "apply_pipeline", "check_pipeline"]
 
 Document = dict[str, Any]
 
@@ -79,7 +78,7 @@ def apply_pipeline(
     None, of ``seed``): the output replaces the document, keeping its ``_id``."""
     check_pipeline(pipeline)
     source = dict(pre) if pre is not None else dict(seed)
-    results = list(mongomock.aggregate.process_pipeline([source], None, list(pipeline), None))  # type: ignore[no-untyped-call]
+    results = aggregation.run([source], list(pipeline))
     if len(results) != 1 or not isinstance(results[0], dict):
         raise CommandError(2, "the update pipeline did not produce one document")
     image: Document = results[0]
@@ -101,37 +100,25 @@ def _same_id(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def upsert_seed(query: Mapping[str, Any]) -> Document:
-    """The document an upsert starts from: the query's equality fields (``{a: 1}``,
-    ``{a: {$eq: 1}}``, those inside ``$and``), dotted paths made into embedded
-    documents, as a server builds it."""
-    seed: Document = {}
-    for path, value in _equalities(query):
-        node = seed
-        parts = path.split(".")
-        for part in parts[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node.setdefault(parts[-1], value)
-    return id_first(seed) if "_id" in seed else seed
+class PipelineUpdate:
+    """A pipeline update as the engine applies one (crud.CompiledUpdate)."""
+
+    def __init__(self, pipeline: Sequence[Any]) -> None:
+        check_pipeline(pipeline)
+        self.pipeline = list(pipeline)
+
+    def apply(
+        self, doc: Document, *, position: Optional[int] = None, inserting: bool = False
+    ) -> Document:
+        if inserting:
+            return apply_pipeline(None, doc, self.pipeline)
+        return apply_pipeline(doc, doc, self.pipeline)
 
 
-def _equalities(query: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    found: list[tuple[str, Any]] = []
-    for raw_key, value in query.items():
-        key = str(raw_key)
-        if key == "$and" and isinstance(value, list):
-            for clause in value:
-                if isinstance(clause, Mapping):
-                    found.extend(_equalities(clause))
-            continue
-        if key.startswith("$"):
-            continue
-        if isinstance(value, Mapping) and any(str(k).startswith("$") for k in value):
-            if "$eq" in value:
-                found.append((key, value["$eq"]))
-            continue
-        found.append((key, value))
-    return found
+def id_first(doc: Mapping[str, Any]) -> Document:
+    """``doc`` with its ``_id`` first, as a server stores it."""
+    if "_id" not in doc or next(iter(doc)) == "_id":
+        return dict(doc)
+    out: Document = {"_id": doc["_id"]}
+    out.update((key, value) for key, value in doc.items() if key != "_id")
+    return out

@@ -23,13 +23,12 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
-from mongomock import filtering
-
 from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
 from mongocore.sim.commands import CommandContext, Reply
-from mongocore.sim.query import aggregate, batch_size, distinct
-from mongocore.sim.scratch import scratch_client
+from mongocore.sim.crud_commands import distinct_values, run_aggregate
+from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.query import batch_size
 from mongocore.sim.store import DataStore, translate_store_errors
 
 __all__ = ["on_view", "resolve"]
@@ -144,7 +143,7 @@ def _view_of(ctx: CommandContext) -> Optional[tuple[str, list[Any]]]:
 def _documents(ctx: CommandContext, source: str, pipeline: list[Any]) -> list[dict[str, Any]]:
     collation = ctx.store.collation_for(ctx.db, source, ctx.cmd.get("collation"))
     try:
-        return aggregate(ctx.reader[ctx.db][source], pipeline, collation)
+        return run_aggregate(ctx.reader, ctx.db, source, pipeline, collation)
     except CommandError:
         raise
     except Exception as exc:
@@ -207,10 +206,8 @@ def _distinct(inner: Handler) -> Handler:
         if not isinstance(key, str):
             raise CommandError(14, "BSON field 'distinct.key' is missing but a required field")
         docs = _documents(ctx, source, [*pipeline, {"$match": dict(ctx.cmd.get("query") or {})}])
-        scratch = scratch_client("scratch", "view", docs)["scratch"]["view"]
         collation = ctx.store.collation_for(ctx.db, source, ctx.cmd.get("collation"))
-        values = distinct(scratch, key, {}, collation)
-        return {"values": sorted(values, key=filtering.BsonComparable), "ok": 1.0}
+        return {"values": distinct_values(docs, key, collation), "ok": 1.0}
 
     return handler
 
@@ -252,7 +249,7 @@ def _list_collections(inner: Handler) -> Handler:
                 if not ctx.cmd.get("nameOnly"):
                     entry["options"] = dict(definition)
                     entry["info"] = {"readOnly": True}
-            if filtering.filter_applies(flt, entry):  # type: ignore[no-untyped-call]
+            if compile_filter(flt).matches(entry):
                 entries.append(entry)
         batch = ctx.cursors.open(
             f"{ctx.db}.$cmd.listCollections", entries, batch_size(options.get("batchSize"))

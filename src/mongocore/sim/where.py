@@ -1,15 +1,15 @@
 """The ``$where`` query operator of the simulated mongod (server-side JavaScript).
 
-The document store (mongomock) has no ``$where``, and its queries run under the
-deployment's lock, where a script's ``sleep()`` must not wait. So a command whose
-filter has ``$where`` (find, count, distinct, findAndModify, and each update and delete
-statement) has it evaluated first, without the lock: the documents it could match are
-read (under the lock), the function runs on each of them (sim/javascript.py), and the
-clause is replaced with ``{_id: {$in: [the matched _ids]}}`` before the command runs as
-usual. A top-level ``$where`` runs only on the documents the rest of the filter matches,
-as a server evaluates it last; one inside ``$and``, ``$or`` or ``$nor`` runs on every
-document. What the function saw is the data as it was read: a write that lands in
-between is not seen (a server yields during a long scan too).
+Queries run under the deployment's lock, where a script's ``sleep()`` must not
+wait. So a command whose filter has ``$where`` (find, count, distinct, findAndModify,
+and each update and delete statement) has it evaluated first, without the lock: the
+documents it could match are read (under the lock), the function runs on each of them
+(sim/javascript.py), and the clause is replaced with ``{_id: {$in: [the matched
+_ids]}}`` before the command runs as usual. A top-level ``$where`` runs only on the
+documents the rest of the filter matches, as a server evaluates it last; one inside
+``$and``, ``$or`` or ``$nor`` runs on every document. What the function saw is the
+data as it was read: a write that lands in between is not seen (a server yields
+during a long scan too).
 
 An aggregation's ``$match`` refuses ``$where`` (BadValue, 2) as a server does; a
 CodeWScope is refused too (4649201), as since 4.4. The

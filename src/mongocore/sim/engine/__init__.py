@@ -14,6 +14,7 @@ One concept per module:
 - ``projection``, ``sort``: find projections and sort orders;
 - ``update``: the update operators, positional paths and array filters, upserts;
 - ``indexes``: index objects (unique, sparse, partial, TTL, hashed) and DuplicateKey;
+- ``special_indexes``: text, 2d and 2dsphere indexes as catalog entries (no keys);
 - ``store``: a versioned collection (record order, ``_id`` index, reads as of a stamp);
 - ``crud``: find, count, insert, update, delete and findAndModify over a collection;
 - ``render``: values as they appear in the server's messages;
@@ -26,6 +27,7 @@ later (context.py, indexes.KINDS).
 
 from __future__ import annotations
 
+from mongocore.sim.engine import special_indexes  # noqa: F401  (text, 2d, 2dsphere kinds)
 from mongocore.sim.engine.context import (
     ExpressionLanguage,
     FieldOperator,

@@ -4,14 +4,16 @@ of how a command is parsed: the command layer hands in the parsed fields).
 
 Every write takes its stamps from ``stamps`` (a function giving the next optime), one
 per document written, so each document's version is stamped with the oplog entry that
-wrote it.
+wrote it. The command layer passes :class:`Writes` instead when it needs more: a check
+of each document before it is stored (the validator, what may be stored), and a
+record of each write after it (the oplog entry).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol, Union
 
 from bson import ObjectId
 
@@ -31,9 +33,52 @@ from mongocore.sim.engine.update import (
 )
 from mongocore.sim.engine.values import identical
 
-__all__ = ["UpdateResult", "count", "delete", "find", "find_and_modify", "insert", "update"]
+__all__ = [
+    "CompiledUpdate",
+    "UpdateResult",
+    "Writes",
+    "count",
+    "delete",
+    "find",
+    "find_and_modify",
+    "insert",
+    "update",
+]
 
 Stamps = Callable[[], Stamp]
+
+
+class Writes:
+    """What happens around each document a write stores or deletes. The default only
+    stamps; the command layer overrides :meth:`check` and :meth:`written`."""
+
+    def __init__(self, stamps: Stamps) -> None:
+        self._stamps = stamps
+
+    def stamp(self) -> Stamp:
+        return self._stamps()
+
+    def check(self, new: Document, old: Optional[Document]) -> Document:
+        """The document to store for ``new`` (``old`` the one it replaces, None for an
+        insert); raises CommandError to refuse it. Called before the document is stamped."""
+        return new
+
+    def written(self, op: str, doc_id: Any, doc: Optional[Document], stamp: Stamp) -> None:
+        """A write landed: "i" (inserted ``doc``), "u" (``doc`` replaced the document
+        ``doc_id``), "d" (``doc_id`` deleted)."""
+
+
+class CompiledUpdate(Protocol):
+    """An update computed by the command layer (a pipeline update, until the engine
+    has stages): the new document, given the old one or an upsert's seed."""
+
+    def apply(
+        self, doc: Document, *, position: Optional[int] = None, inserting: bool = False
+    ) -> Document: ...
+
+
+def _writes(stamps: Union[Stamps, Writes]) -> Writes:
+    return stamps if isinstance(stamps, Writes) else Writes(stamps)
 
 
 def find(
@@ -54,7 +99,14 @@ def find(
     wants_position = compiled_projection is not None and compiled_projection.needs_position
     hits = collection.find(matcher, as_of, context.collation)
     limit = abs(limit)
-    if sort:
+    natural = _natural_order(sort)
+    if natural is not None:
+        # {$natural: 1 | -1}: record order, forwards or backwards (a collection scan).
+        ordered = [doc for _, doc in hits]
+        if natural < 0:
+            ordered.reverse()
+        selected = ordered[skip : skip + limit if limit else None]
+    elif sort:
         ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
         selected = ordered[skip : skip + limit if limit else None]
     else:
@@ -74,6 +126,19 @@ def find(
     return results
 
 
+def _natural_order(sort: Any) -> Optional[int]:
+    if isinstance(sort, Mapping) and list(sort) == ["$natural"]:
+        direction = sort["$natural"]
+        if (
+            isinstance(direction, (int, float))
+            and not isinstance(direction, bool)
+            and direction in (1, -1)
+        ):
+            return int(direction)
+        raise CommandError(2, "$natural sort cannot be set to a value other than -1 or 1")
+    return None
+
+
 def count(
     collection: Collection,
     flt: Any,
@@ -90,10 +155,19 @@ def count(
     return min(total, abs(limit)) if limit else total
 
 
-def insert(collection: Collection, doc: Mapping[str, Any], stamp: Stamp) -> Document:
-    """Insert a document (an ``_id`` ObjectId added first if it has none); the document stored."""
+def insert(collection: Collection, doc: Mapping[str, Any], stamp: Union[Stamp, Writes]) -> Document:
+    """Insert a document (an ``_id`` ObjectId added first if it has none); the document
+    stored. ``stamp`` is its stamp, or the :class:`Writes` that checks, stamps and
+    records it."""
     stored = dict(doc) if "_id" in doc else {"_id": ObjectId(), **doc}
-    collection.insert(stored, stamp)
+    if not isinstance(stamp, Writes):
+        collection.insert(stored, stamp)
+        return stored
+    stored = stamp.check(stored, None)
+    collection.check_insert(stored)
+    at = stamp.stamp()
+    collection.insert(stored, at)
+    stamp.written("i", stored["_id"], stored, at)
     return stored
 
 
@@ -119,6 +193,8 @@ def _compile(u: Any, array_filters: Any, context: MatchContext) -> Any:
         )
     if isinstance(u, list):
         raise CommandError(238, "pipeline updates are not implemented by the engine yet")
+    if not isinstance(u, Mapping) and hasattr(u, "apply"):
+        return u  # computed by the command layer (a CompiledUpdate)
     return compile_update(u, array_filters, context)
 
 
@@ -140,7 +216,7 @@ def update(
     collection: Collection,
     q: Any,
     u: Any,
-    stamps: Stamps,
+    stamps: Union[Stamps, Writes],
     *,
     multi: bool = False,
     upsert: bool = False,
@@ -153,6 +229,7 @@ def update(
     compiled = _compile(u, array_filters, context)
     if multi and isinstance(compiled, dict):
         raise CommandError(9, "multi update is not supported for replacement-style update")
+    writes = _writes(stamps)
     result = UpdateResult()
     hits = list(collection.find(matcher, None, context.collation))
     if sort:
@@ -166,21 +243,39 @@ def update(
         new = _apply(compiled, doc, position, inserting=False)
         result.matched += 1
         if not identical(new, doc):
-            collection.replace(rid, new, stamps())
+            _replace(collection, writes, rid, doc, new)
             result.modified += 1
     if not hits and upsert:
         seed = upsert_seed(q)
         new = _apply(compiled, seed, None, inserting=True)
-        stored = insert(collection, new, stamps())
+        stored = insert(collection, new, writes)
         result.upserted_id = stored["_id"]
         result.upserted = True
     return result
 
 
+def _replace(
+    collection: Collection, writes: Writes, rid: int, old: Document, new: Document
+) -> Document:
+    new = writes.check(new, old)
+    collection.check_replace(rid, new)
+    at = writes.stamp()
+    collection.replace(rid, new, at)
+    writes.written("u", new["_id"], new, at)
+    return new
+
+
+def _delete(collection: Collection, writes: Writes, rid: int) -> Document:
+    at = writes.stamp()
+    before = collection.delete(rid, at)
+    writes.written("d", before["_id"], None, at)
+    return before
+
+
 def delete(
     collection: Collection,
     q: Any,
-    stamps: Stamps,
+    stamps: Union[Stamps, Writes],
     *,
     limit: int = 0,
     context: MatchContext = DEFAULT_CONTEXT,
@@ -190,15 +285,16 @@ def delete(
     hits = list(collection.find(matcher, None, context.collation))
     if limit:
         hits = hits[:1]
+    writes = _writes(stamps)
     for rid, _ in hits:
-        collection.delete(rid, stamps())
+        _delete(collection, writes, rid)
     return len(hits)
 
 
 def find_and_modify(
     collection: Collection,
     q: Any,
-    stamps: Stamps,
+    stamps: Union[Stamps, Writes],
     *,
     update: Any = None,
     remove: bool = False,
@@ -217,12 +313,13 @@ def find_and_modify(
         by_identity = {id(doc): rid for rid, doc in hits}
         ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
         hits = [(by_identity[id(doc)], doc) for doc in ordered]
+    writes = _writes(stamps)
     value: Optional[Document] = None
     last_error: dict[str, Any] = {"n": 0}
     if remove:
         if hits:
             rid, doc = hits[0]
-            collection.delete(rid, stamps())
+            _delete(collection, writes, rid)
             value, last_error = doc, {"n": 1}
     else:
         compiled = _compile(update, array_filters, context)
@@ -231,12 +328,12 @@ def find_and_modify(
             position = matcher.match_position(doc)[1]
             after = _apply(compiled, doc, position, inserting=False)
             if not identical(after, doc):
-                collection.replace(rid, after, stamps())
+                after = _replace(collection, writes, rid, doc, after)
             value = after if new else doc
             last_error = {"n": 1, "updatedExisting": True}
         elif upsert:
             seed = upsert_seed(q)
-            after = insert(collection, _apply(compiled, seed, None, inserting=True), stamps())
+            after = insert(collection, _apply(compiled, seed, None, inserting=True), writes)
             value = after if new else None
             last_error = {"n": 1, "updatedExisting": False, "upserted": after["_id"]}
         else:

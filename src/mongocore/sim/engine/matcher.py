@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 from bson import Regex
 
-from mongocore.sim import validation
+from mongocore.sim import json_schema
 from mongocore.sim.codes import CommandError
 from mongocore.sim.engine.context import (
     MatchContext,
@@ -223,13 +223,13 @@ def _where(value: Any, context: MatchContext) -> Node:
 
 
 def _json_schema(value: Any, context: MatchContext) -> Node:
-    # The keywords' checks and evaluation are sim/validation.py's, the module that
+    # The keywords' checks and evaluation are sim/json_schema.py's, the module that
     # builds a failed validation's details from the same rules.
     if not isinstance(value, Mapping):
         raise CommandError(14, "$jsonSchema must be an object")
-    validation._check_schema(value)
+    json_schema.check_schema(value)
     schema = value
-    return lambda doc, details: not validation._schema(schema, doc)
+    return lambda doc, details: not json_schema.schema_failures(schema, doc)
 
 
 def _constant(name: str, result: bool) -> TopLevelOperator:

@@ -83,7 +83,8 @@ class Projection:
         for name, value in spec.items():
             self._add(str(name), value, context)
         if self.mode is None:
-            self.mode = _EXCLUDE
+            # {_id: 1} alone is an inclusion of _id only; {_id: 0} an exclusion.
+            self.mode = _INCLUDE if "_id" in self._seen else _EXCLUDE
 
     @property
     def needs_position(self) -> bool:

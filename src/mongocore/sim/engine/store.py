@@ -181,6 +181,14 @@ class Collection:
         for index in self.indexes.values():
             index.check(rid, doc)
 
+    def check_insert(self, doc: Document) -> None:
+        """Raise DuplicateKey if inserting ``doc`` would break a unique index."""
+        self._check_unique(self._next_rid, doc)
+
+    def check_replace(self, rid: int, doc: Document) -> None:
+        """Raise DuplicateKey if ``doc`` replacing record ``rid`` would break one."""
+        self._check_unique(rid, doc)
+
     def insert(self, doc: Document, stamp: Stamp) -> int:
         """Store a new document (it must have an ``_id``); its record id."""
         if "_id" not in doc:
@@ -259,6 +267,51 @@ class Collection:
                 if not rids:
                     del self._tombstones[id_key]
                 self._records.pop(rid, None)
+
+    def revert(self, stamp: Stamp) -> None:
+        """Undo every write stamped after ``stamp``, newest first, as if it had never
+        been made (a statement that fails before it commits, while nobody could read
+        it): records return to their earlier versions, new ones disappear."""
+        while self._writes and self._writes[-1][0] > stamp:
+            _, rid = self._writes.pop()
+            chain = self._history[rid]
+            chain.pop()
+            current = self._records.get(rid)
+            earlier = chain[-1][1] if chain else None
+            if not chain or (len(chain) == 1 and chain[0][0] is _BASE):
+                del self._history[rid]
+            self._restore(rid, current, earlier, keep_record=bool(chain))
+        if self._latest is not None and self._latest > stamp:
+            self._latest = self._writes[-1][0] if self._writes else stamp
+
+    def _restore(
+        self,
+        rid: int,
+        current: Optional[Document],
+        earlier: Optional[Document],
+        *,
+        keep_record: bool,
+    ) -> None:
+        for index in self.indexes.values():
+            index.remove(rid)
+        if current is not None:
+            del self._by_id[self._id_key(current["_id"])]
+            self._live -= 1
+        elif rid in self._tombstone_keys:
+            id_key = self._tombstone_keys.pop(rid)
+            rids = self._tombstones[id_key]
+            rids.remove(rid)
+            if not rids:
+                del self._tombstones[id_key]
+        if not keep_record:
+            self._records.pop(rid, None)
+            return
+        self._records[rid] = earlier
+        if earlier is not None:
+            self._by_id[self._id_key(earlier["_id"])] = rid
+            self._live += 1
+            for index in self.indexes.values():
+                index.add(rid, earlier)
 
     @property
     def history_size(self) -> int:

@@ -156,6 +156,10 @@ def _check_path(path: str) -> None:
     if len(positional) > 1:
         raise _bad_value(f"Too many positional (i.e. '$') elements found in path '{path}'")
     first = parts[0]
+    if first == "$" or (first.startswith("$[") and first.endswith("]")):
+        named = len(first) > 3  # $[<id>], not $ or $[]
+        kind = "array filter identifier (i.e. '$[<id>]')" if named else "positional (i.e. '$')"
+        raise _bad_value(f"Cannot have {kind} element in the first position in path '{path}'")
     if first.startswith("$"):
         raise CommandError(
             52, f"The dollar ($) prefixed field '{first}' in '{path}' is not valid for storage."
