@@ -77,7 +77,9 @@ def _create_if_missing(
         keys = []
     if any(same_key(existing, key) for existing in keys):
         return
-    index = IndexModel(list(key), unique=True) if unique else IndexModel(list(key))
+    # unique is sent either way, as pymongo's gridfs sends it: a server lists an index
+    # with the options it was created with, so both drivers' buckets get the same ones.
+    index = IndexModel(list(key), unique=unique)
     # createIndexes through Database.command: the one public way to give it the time
     # left of the upload. It carries the collection's write concern, as create_index
     # would.
