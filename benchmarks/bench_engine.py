@@ -24,6 +24,7 @@ Run: python benchmarks/bench_engine.py [--docs 1000] [--count 2000] [--rounds 3]
 from __future__ import annotations
 
 import argparse
+import datetime
 import itertools
 import time
 from typing import Any, Callable
@@ -47,6 +48,11 @@ EXPRESSIONS: list[tuple[str, Any]] = [
     ("$and of $eq/$lte", {"$and": [{"$eq": ["$name", "n5"]}, {"$lte": ["$n", 10]}]}),
     ("$sum of an array", {"$sum": "$arr"}),
     ("$ifNull", {"$ifNull": ["$missing", "$n"]}),
+    ("$concat/$toUpper", {"$concat": [{"$toUpper": "$name"}, "-", "$name"]}),
+    ("$dateToString", {"$dateToString": {"format": "%Y-%m-%d %H:%M", "date": "$at"}}),
+    ("$year", {"$year": "$at"}),
+    ("$map of an array", {"$map": {"input": "$arr", "in": {"$multiply": ["$$this", 2]}}}),
+    ("$filter of an array", {"$filter": {"input": "$arr", "cond": {"$gt": ["$$this", 1]}}}),
 ]
 
 #: The pipelines timed against mongomock's aggregate, with their names.
@@ -149,7 +155,15 @@ def main() -> None:
         print(f"{name:20} {mock_us:10.1f} {engine_us:10.1f} {engine_us / mock_us:7.2f}")
 
     rows = [
-        {"_id": n, "count": 0, "n": n, "name": f"n{n}", "arr": [n, 1, 2], "sub": {"x": n}}
+        {
+            "_id": n,
+            "count": 0,
+            "n": n,
+            "name": f"n{n}",
+            "arr": [n, 1, 2],
+            "sub": {"x": n},
+            "at": datetime.datetime(2024, 1, 1) + datetime.timedelta(minutes=n),
+        }
         for n in range(docs)
     ]
     mock_parser: Any = mongomock.aggregate._Parser

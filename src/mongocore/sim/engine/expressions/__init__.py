@@ -8,7 +8,13 @@ One concept per module:
   constant folding, :class:`ExpressionContext` (one per command) and :class:`Scope`
   (the variables visible where an expression is parsed);
 - ``numbers``: the numeric types and their promotion, Decimal128 arithmetic;
-- ``arithmetic``, ``comparison``, ``logic`` (boolean and conditional operators);
+- ``datetimes``: BSON dates as milliseconds;
+- ``arithmetic``, ``trigonometry``, ``bitwise``, ``comparison``, ``logic`` (boolean and
+  conditional operators), ``strings`` (with the regular expressions), ``arrays``,
+  ``sets``, ``objects`` (``$getField``, ``$setField``, ``$unsetField``), ``dates`` (time
+  zones, formats, ``$dateAdd``/``$dateDiff``/``$dateTrunc``), ``conversion``
+  (``$convert``, ``$toX``, ``$type``), ``misc`` (``$rand``, ``$meta``, the sizes,
+  timestamps, ``$toHashedIndexKey`` and the server's hash of a value);
 - ``variables``: ``$let``, ``$literal``, and a command's ``let`` (:func:`bind_let`);
 - ``accumulators``: the accumulators of ``$group``, ``$bucket``, ``$bucketAuto`` and
   ``$setWindowFields`` as objects (:func:`parse_accumulator_field`), and their
@@ -33,8 +39,17 @@ from __future__ import annotations
 from mongocore.sim.engine.expressions import (  # noqa: F401  (each registers its operators)
     accumulators,
     arithmetic,
+    arrays,
+    bitwise,
     comparison,
+    conversion,
+    dates,
     logic,
+    misc,
+    objects,
+    sets,
+    strings,
+    trigonometry,
     variables,
 )
 from mongocore.sim.engine.expressions.accumulators import (

@@ -76,6 +76,7 @@ __all__ = [
     "ACCUMULATORS",
     "Accumulator",
     "AccumulatorSpec",
+    "Descending",
     "ExactSum",
     "MergeObjects",
     "discrete_percentiles",
@@ -598,7 +599,7 @@ _n_accumulator("$maxN", 5787900, lambda n, c: _MinMaxN(n, -1, c))
 # -- top and bottom -----------------------------------------------------------------------------
 
 
-class _Descending:
+class Descending:
     """A sort key component that orders in reverse."""
 
     __slots__ = ("key",)
@@ -606,14 +607,14 @@ class _Descending:
     def __init__(self, value_key: Any) -> None:
         self.key = value_key
 
-    def __lt__(self, other: _Descending) -> bool:
+    def __lt__(self, other: Descending) -> bool:
         return bool(self.key > other.key)
 
-    def __gt__(self, other: _Descending) -> bool:
+    def __gt__(self, other: Descending) -> bool:
         return bool(self.key < other.key)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Descending) and bool(self.key == other.key)
+        return isinstance(other, Descending) and bool(self.key == other.key)
 
     def __hash__(self) -> int:
         return hash(self.key)
@@ -660,7 +661,7 @@ def sort_key_of(
         if direction > 0:
             out.append(min(keys))
         else:
-            out.append(_Descending(max(keys)))
+            out.append(Descending(max(keys)))
     return tuple(out)
 
 
