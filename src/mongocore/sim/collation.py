@@ -115,6 +115,11 @@ def parse_collation(value: Any) -> Optional[Collation]:
     a valid collation the simulator cannot honour."""
     if not isinstance(value, Mapping):
         raise CommandError(14, "BSON field 'collation' is the wrong type, expected object")
+    # A server's parser reads the fields in order, refusing the first unknown one,
+    # and looks for the required locale after the last.
+    unknown = [name for name in value if name not in _FIELDS]
+    if unknown:
+        raise CommandError(40415, f"BSON field 'collation.{unknown[0]}' is an unknown field.")
     if "locale" not in value:
         raise CommandError(40414, "BSON field 'locale' is missing but a required field")
     locale = value["locale"]
@@ -128,11 +133,6 @@ def parse_collation(value: Any) -> Optional[Collation]:
         return None
     if not locale:
         raise CommandError(2, f"Field 'locale' cannot be the empty string in: {dict(value)}")
-    unknown = set(value) - _FIELDS
-    if unknown:
-        raise CommandError(
-            40415, f"BSON field 'collation.{sorted(unknown)[0]}' is an unknown field."
-        )
     strength = value.get("strength", 3)
     if isinstance(strength, bool) or not isinstance(strength, (int, float)):
         raise CommandError(14, "BSON field 'strength' is the wrong type, expected int")

@@ -175,3 +175,18 @@ def test_equality_matches_iff_the_value_or_an_element_is_equal(stored: Any, want
         expected = any(element is None for element in stored)
     assert matches({"a": wanted}, {"a": stored}) is expected
     assert matches({"a": {"$ne": wanted}}, {"a": stored}) is not expected
+
+
+def test_a_path_goes_through_a_dbref() -> None:
+    """MongoEngine's GenericReferenceField queries ref._ref.$id: a DBRef is the
+    embedded document {$ref, $id} a server stores, and a path reads its fields."""
+    from bson import ObjectId  # noqa: PLC0415
+    from bson.dbref import DBRef  # noqa: PLC0415
+
+    oid = ObjectId()
+    doc = {"ref": {"_cls": "A", "_ref": DBRef("a", oid)}}
+    assert matches({"ref._ref.$id": oid}, doc)
+    assert matches({"ref._ref.$ref": "a"}, doc)
+    assert not matches({"ref._ref.$id": ObjectId()}, doc)
+    assert matches({"refs.$id": oid}, {"refs": [DBRef("b", 1), DBRef("a", oid)]})
+    assert matches({"ref.$db": "other"}, {"ref": DBRef("a", 1, "other")})

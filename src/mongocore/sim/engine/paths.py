@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from bson.dbref import DBRef
+
 from mongocore.sim.engine.values import MISSING
 
 __all__ = ["Candidate", "Document", "candidates", "get_path", "is_index", "split"]
@@ -73,12 +75,16 @@ def _walk(  # noqa: PLR0917 (a recursion's state)
         _walk(child, parts, depth + 1, index, expand_leaf, out)
     elif isinstance(value, list):
         for position, element in enumerate(value):
-            if isinstance(element, Mapping):
+            if isinstance(element, (Mapping, DBRef)):
                 _walk(element, parts, depth, position if index is None else index, expand_leaf, out)
         if is_index(part):
             number = int(part)
             if number < len(value):
                 _walk(value[number], parts, depth + 1, index, expand_leaf, out)
+    elif isinstance(value, DBRef):
+        # A DBRef is the embedded document {$ref, $id, $db, ...} it is stored as: a
+        # path goes on through its fields (ref.$id), as a server's does.
+        _walk(value.as_doc(), parts, depth, index, expand_leaf, out)
     else:
         out.append((MISSING, index))
 
@@ -88,6 +94,8 @@ def get_path(doc: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
     arrays), or MISSING: what an update operator or ``$rename`` reads."""
     value: Any = doc
     for part in parts:
+        if isinstance(value, DBRef):
+            value = value.as_doc()
         if isinstance(value, Mapping):
             if part not in value:
                 return MISSING
