@@ -1,4 +1,5 @@
-"""Server-side JavaScript for the simulated mongod: the function of a ``$where`` filter.
+"""Server-side JavaScript for the simulated mongod: the function of a ``$where`` filter,
+and a map-reduce's map, reduce and finalize functions (:class:`MapReduceScript`).
 
 A server compiles a ``$where`` string into a function (``function () { ... }`` as
 written; an expression on one line becomes ``return <expression>``; other code becomes
@@ -40,6 +41,7 @@ from mongocore.sim.codes import CommandError
 __all__ = [
     "JAVASCRIPT_TIME_LIMIT",
     "Interruption",
+    "MapReduceScript",
     "function_source",
     "where_matches",
 ]
@@ -101,6 +103,71 @@ def where_matches(
                 if first_only:
                     break
     return matched
+
+
+class MapReduceScript:
+    """A map-reduce's functions, compiled once in a child process (javascript_worker.py)
+    with the command's ``scope`` as globals: :meth:`map` calls the map function with
+    ``this`` bound to a document and returns what it emitted, :meth:`reduce` and
+    :meth:`finalize` call theirs. Values cross as canonical extended JSON, so a
+    JavaScript number comes back a double, as from a server's engine. Errors,
+    interruptions and time limits are those of ``$where`` (module doc). Use it as a
+    context manager: leaving it ends the child."""
+
+    def __init__(
+        self,
+        map_code: str,
+        reduce_code: str,
+        finalize_code: Optional[str],
+        scope: Mapping[str, Any],
+        interruption: Interruption,
+        *,
+        deadline: Optional[float] = None,
+        time_limit: Optional[float] = None,
+    ) -> None:
+        limit = JAVASCRIPT_TIME_LIMIT if time_limit is None else time_limit
+        self._worker = _Worker(interruption, deadline, limit)
+        self._spec = {
+            "map": map_code,
+            "reduce": reduce_code,
+            "finalize": finalize_code,
+            "scope": _ejson(dict(scope)),
+        }
+
+    def __enter__(self) -> MapReduceScript:
+        self._worker.__enter__()
+        try:
+            self._worker.request({"mapReduce": self._spec}, "ready")
+        except BaseException:
+            self._worker.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._worker.__exit__(*exc)
+
+    def map(self, document: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+        """The ``(key, value)`` pairs the map function emitted for ``document``."""
+        pairs = _from_ejson(self._worker.request({"map": _ejson(document)}, "emits"))
+        return [(pair[0], pair[1]) for pair in pairs]
+
+    def reduce(self, key: Any, values: list[Any]) -> Any:
+        """What the reduce function returns for ``key`` and ``values``."""
+        return _from_ejson(self._worker.request({"reduce": _ejson([key, values])}, "value"))[0]
+
+    def finalize(self, key: Any, value: Any) -> Any:
+        """What the finalize function returns for ``key`` and its reduced ``value``."""
+        return _from_ejson(self._worker.request({"finalize": _ejson([key, value])}, "value"))[0]
+
+
+def _ejson(value: Any) -> str:
+    return json_util.dumps(value, json_options=json_util.CANONICAL_JSON_OPTIONS)
+
+
+def _from_ejson(text: Any) -> Any:
+    if not isinstance(text, str):
+        raise _script_error("JavaScript execution failed: unexpected answer")
+    return json_util.loads(text)
 
 
 def _script_error(message: str) -> CommandError:
@@ -177,6 +244,11 @@ class _Worker:
     def matches(self, document_text: str) -> bool:
         self._send({"document": document_text})
         return bool(self._answer("match"))
+
+    def request(self, message: Mapping[str, Any], key: str) -> Any:
+        """Send ``message`` and wait for the answer holding ``key``."""
+        self._send(message)
+        return self._answer(key)
 
     def _send(self, message: Mapping[str, Any]) -> None:
         process = self._process
