@@ -18,6 +18,8 @@ from typing import Any, Optional
 
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, parse_collation
+from mongocore.sim.engine.capped import CappedOptions, capped_options, modified_capped
+from mongocore.sim.engine.timeseries import TimeseriesOptions, timeseries_options
 from mongocore.sim.validation import check_validator, failure_details
 
 __all__ = ["PRE_AND_POST_IMAGES", "CollectionOptions", "create_options", "modified_options"]
@@ -36,12 +38,9 @@ _IGNORED_CREATE = frozenset(
         "readConcern",
     }
 )  # fmt: skip
-_REFUSED_CREATE = frozenset(
-    {
-        "capped", "size", "max", "timeseries", "expireAfterSeconds", "clusteredIndex",
-        "encryptedFields", "viewOn", "pipeline",
-    }
-)  # fmt: skip
+_REFUSED_CREATE = frozenset({"clusteredIndex", "encryptedFields", "viewOn", "pipeline"})
+# Read by the capped and time-series rules (sim/engine/capped.py, timeseries.py).
+_KIND_FIELDS = frozenset({"capped", "size", "max", "timeseries", "expireAfterSeconds"})
 
 
 @dataclass(frozen=True)
@@ -51,10 +50,18 @@ class CollectionOptions:
     validation_level: str = "strict"
     validation_action: str = "error"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: A capped collection's bounds (sim/engine/capped.py).
+    capped: Optional[CappedOptions] = None
+    #: A time-series collection's options (sim/engine/timeseries.py).
+    timeseries: Optional[TimeseriesOptions] = None
 
     def to_document(self) -> dict[str, Any]:
         """The ``options`` of the collection's listCollections entry."""
         doc: dict[str, Any] = {}
+        if self.capped is not None:
+            doc.update(self.capped.to_document())
+        if self.timeseries is not None:
+            doc.update(self.timeseries.to_document())
         if self.validator is not None:
             doc["validator"] = self.validator
             doc["validationLevel"] = self.validation_level
@@ -149,12 +156,23 @@ def create_options(cmd: Mapping[str, Any]) -> CollectionOptions:
     for name in cmd:
         if name in _REFUSED_CREATE and cmd[name] not in (None, False):
             raise CommandError(238, f"the create option '{name}' is not supported by the simulator")
-    options = CollectionOptions()
+    timeseries = timeseries_options(cmd)
+    if timeseries is None and cmd.get("expireAfterSeconds") is not None:
+        # Outside a time-series collection it needs a clustered one, which the
+        # simulator does not have.
+        raise CommandError(
+            238, "the create option 'expireAfterSeconds' is not supported by the simulator"
+        )
+    options = CollectionOptions(capped=capped_options(cmd), timeseries=timeseries)
     if cmd.get("collation") is not None:
         options = replace(options, collation=parse_collation(cmd["collation"]))
     options = _validation_fields(cmd, options)
     known = {"collation", "validator", "validationLevel", "validationAction", PRE_AND_POST_IMAGES}
-    extra = {k: v for k, v in cmd.items() if k not in known | _IGNORED_CREATE | _REFUSED_CREATE}
+    extra = {
+        k: v
+        for k, v in cmd.items()
+        if k not in known | _IGNORED_CREATE | _REFUSED_CREATE | _KIND_FIELDS
+    }
     if extra:
         raise CommandError(40415, f"BSON field 'create.{next(iter(extra))}' is an unknown field.")
     return options
@@ -164,11 +182,9 @@ _COLL_MOD_FIELDS = frozenset(
     {"validator", "validationLevel", "validationAction", PRE_AND_POST_IMAGES}
 )
 _COLL_MOD_REFUSED = frozenset(
-    {
-        "index", "viewOn", "pipeline", "expireAfterSeconds", "timeseries",
-        "cappedSize", "cappedMax", "clusteredIndex",
-    }
-)  # fmt: skip
+    {"index", "viewOn", "pipeline", "expireAfterSeconds", "timeseries", "clusteredIndex"}
+)
+_COLL_MOD_CAPPED = frozenset({"cappedSize", "cappedMax"})
 
 
 def modified_options(cmd: Mapping[str, Any], options: CollectionOptions) -> CollectionOptions:
@@ -181,8 +197,12 @@ def modified_options(cmd: Mapping[str, Any], options: CollectionOptions) -> Coll
     unknown = [
         name
         for name in cmd
-        if name not in _COLL_MOD_FIELDS and name not in _IGNORED_CREATE and name != "collMod"
+        if name not in _COLL_MOD_FIELDS | _COLL_MOD_CAPPED
+        and name not in _IGNORED_CREATE
+        and name != "collMod"
     ]
     if unknown:
         raise CommandError(40415, f"BSON field 'collMod.{unknown[0]}' is an unknown field.")
+    if any(name in cmd for name in _COLL_MOD_CAPPED):
+        options = replace(options, capped=modified_capped(cmd, options.capped))
     return _validation_fields(cmd, options)

@@ -28,6 +28,7 @@ from mongocore.sim import (
     diagnostic_commands,
     explain,
     maintenance_commands,
+    map_reduce_command,
     operations,
     profiler,
     replset_commands,
@@ -324,6 +325,15 @@ _COMMANDS = (
             "$_passthroughToShard",
             *_INTERNAL_READ,
         ),
+    ),
+    Command(
+        "mapReduce",
+        map_reduce_command.cmd_map_reduce,
+        aliases=("mapreduce",),
+        kind="write",
+        kind_for=map_reduce_command.kind_of,
+        # Its fields are checked with its functions (sim/engine/map_reduce.py), before
+        # the member's steps: the JavaScript runs first, without the lock.
     ),
     Command(
         "count",

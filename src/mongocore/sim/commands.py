@@ -28,6 +28,7 @@ from mongocore.sim.codes import CommandError
 from mongocore.sim.crud_commands import (
     aggregate_writes,
 )
+from mongocore.sim.engine.capped import ttl_refused as capped_ttl_refused
 from mongocore.sim.engine.matcher import compile_filter
 from mongocore.sim.engine.special_indexes import listing
 from mongocore.sim.query import batch_size as _batch_size
@@ -246,21 +247,32 @@ def cmd_list_collections(ctx: CommandContext) -> Reply:
     entries = []
     for name in ctx.reader.collection_names(ctx.db):
         entry: Reply
+        options = ctx.store.options(ctx.db, name)
+        # A time-series collection is listed as such, without a UUID or an _id index
+        # (those are its buckets collection's, which the simulator does not model).
+        kind = "timeseries" if options.timeseries is not None else "collection"
         if name_only:
-            entry = {"name": name, "type": "collection"}
+            entry = {"name": name, "type": kind}
+        elif options.timeseries is not None:
+            entry = {
+                "name": name,
+                "type": kind,
+                "options": options.to_document(),
+                "info": {"readOnly": False},
+            }
         else:
             entry = {
                 "name": name,
-                "type": "collection",
-                "options": ctx.store.options(ctx.db, name).to_document(),
+                "type": kind,
+                "options": options.to_document(),
                 "info": {"readOnly": False, "uuid": _collection_uuid(ctx.db, name)},
                 "idIndex": {"v": 2, "key": {"_id": 1}, "name": "_id_"},
             }
         if _matches(flt, entry):
             entries.append(entry)
-    options = ctx.cmd.get("cursor") or {}
+    cursor = ctx.cmd.get("cursor") or {}
     batch = ctx.cursors.open(
-        f"{ctx.db}.$cmd.listCollections", entries, _batch_size(options.get("batchSize"))
+        f"{ctx.db}.$cmd.listCollections", entries, _batch_size(cursor.get("batchSize"))
     )
     return {"cursor": batch, "ok": 1.0}
 
@@ -326,7 +338,14 @@ def cmd_coll_mod(ctx: CommandContext) -> Reply:
 
 
 # What a collMod's oplog entry records (a change stream's modify event describes it).
-_COLL_MOD_LOGGED = ("validator", "validationLevel", "validationAction", PRE_AND_POST_IMAGES)
+_COLL_MOD_LOGGED = (
+    "validator",
+    "validationLevel",
+    "validationAction",
+    PRE_AND_POST_IMAGES,
+    "cappedSize",
+    "cappedMax",
+)
 
 
 def cmd_drop(ctx: CommandContext) -> Reply:
@@ -359,6 +378,7 @@ def cmd_create_indexes(ctx: CommandContext) -> Reply:
             )
     created = not ctx.store.collection_exists(ctx.db, coll)
     before = 0 if created else len(ctx.store.indexes(ctx.db, coll))
+    _check_index_rules(ctx, coll, indexes)
     _check_index_conflicts(ctx.store.indexes(ctx.db, coll), indexes)
     ctx.store.create_indexes(ctx.db, coll, indexes)
     after = len(ctx.store.indexes(ctx.db, coll))
@@ -374,6 +394,33 @@ def cmd_create_indexes(ctx: CommandContext) -> Reply:
 
 
 _INDEX_IDENTITY = ("v", "name", "key")
+# What an _id index's specification may hold besides its key and name.
+_ID_INDEX_FIELDS = ("key", "name", "v", "ns", "collation")
+
+
+def _check_index_rules(ctx: CommandContext, coll: str, indexes: Sequence[Any]) -> None:
+    """What a server refuses of an index for what it is: an option on the _id index
+    (197), a TTL index on a capped collection (67), a unique index on a time-series
+    collection."""
+    options = ctx.store.options(ctx.db, coll)
+    for spec in indexes:
+        key = spec["key"]
+        if list(key) == ["_id"] and key["_id"] == 1:
+            for name in spec:
+                if name not in _ID_INDEX_FIELDS:
+                    raise CommandError(
+                        197,
+                        f"The field '{name}' is not valid for an _id index specification."
+                        f" Specification: {dict(spec)}",
+                    )
+        if options.capped is not None and "expireAfterSeconds" in spec:
+            raise capped_ttl_refused(ctx.namespace(coll))
+        if options.timeseries is not None and spec.get("unique"):
+            raise CommandError(
+                238,
+                "a unique index on a time-series collection is refused by a server; the "
+                "simulator does not reproduce its error",
+            )
 
 
 def _index_options(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -266,9 +266,33 @@ def _count_option(cmd: Mapping[str, Any], name: str) -> int:
     return int(value)
 
 
+def check_hint(ctx: CommandContext, coll: str, hint: Any) -> None:
+    """Refuse a hint that names no index of the collection (by name, by key pattern,
+    or as ``{$hint: name}``), as a server's planner does; ``{$natural: ±1}`` is a
+    collection scan, and a collection that does not exist plans EOF whatever the
+    hint."""
+    if hint is None or hint in ({}, ""):
+        return
+    if not ctx.reader.exists(ctx.db, coll):
+        return
+    if isinstance(hint, Mapping) and list(hint) == ["$natural"]:
+        return
+    if isinstance(hint, Mapping) and list(hint) == ["$hint"]:
+        hint = hint["$hint"]
+    for index in ctx.reader.index_documents(ctx.db, coll):
+        if hint == index["name"]:
+            return
+        if isinstance(hint, Mapping) and list(hint.items()) == list(index["key"].items()):
+            return
+    raise CommandError(
+        2, "error processing query: hint provided does not correspond to an existing index"
+    )
+
+
 def cmd_find(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     cmd = ctx.cmd
+    check_hint(ctx, coll, cmd.get("hint"))
     if cmd.get("tailable") or cmd.get("awaitData"):
         raise CommandError(238, "tailable cursors are not supported by the simulator")
     limit = _count_option(cmd, "limit")
@@ -344,6 +368,7 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
             238, "database-level aggregation (aggregate: 1) is not supported by the simulator"
         )
     coll = ctx.collection_name()
+    check_hint(ctx, coll, cmd.get("hint"))
     variables = parse_let(cmd, "aggregate")
     merge = merge_stage.plan(ctx.db, cmd["pipeline"], variables)
     stages = list(cmd["pipeline"])
@@ -411,6 +436,7 @@ def write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]
 def cmd_count(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     cmd = ctx.cmd
+    check_hint(ctx, coll, cmd.get("hint"))
     skip = _count_option(cmd, "skip")
     limit = abs(_count_option(cmd, "limit"))
     collation = _collation(ctx, coll, cmd.get("collation"))

@@ -29,6 +29,7 @@ from mongocore.sim.query_planner import (
     QueryShape,
     choose_plans,
     execution_stages,
+    mark_multikey,
     parsed_query,
     plan_stages,
     shape_hash,
@@ -264,6 +265,8 @@ def _explain(ctx: CommandContext, name: str, inner: Mapping[str, Any], verbosity
     if name == "findAndModify":
         shape.limit = 1
     plan, rejected = choose_plans(coll.exists, coll.indexes, shape, allow_idhack=name != "distinct")
+    for candidate in (plan, *rejected):
+        mark_multikey(candidate, coll.docs)
     winning = _wrap(name, inner, plan_stages(plan, shape, coll.indexes), coll)
     planner: dict[str, Any] = {
         "namespace": coll.namespace,

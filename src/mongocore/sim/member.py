@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from mongocore.sim import map_reduce_command
 from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import (
     CloseConnection,
@@ -31,6 +32,7 @@ from mongocore.sim.commands import (
     CommandContext,
     aggregate_writes,
 )
+from mongocore.sim.engine.map_reduce import MapReduceSpec
 from mongocore.sim.local_sessions import touch as touch_session
 from mongocore.sim.member_state import (
     ARBITER,
@@ -44,9 +46,11 @@ from mongocore.sim.member_state import (
 )
 from mongocore.sim.message_loop import HELLO_NAMES, Outcome
 from mongocore.sim.process import Owner, Process
+from mongocore.sim.query import match_context
 from mongocore.sim.registry import (
     DATA,
     END,
+    GENERIC_ARGUMENTS,
     NO,
     REPLICA_SET,
     REPLICA_SET_MEMBER,
@@ -56,7 +60,7 @@ from mongocore.sim.registry import (
 from mongocore.sim.server import Connection
 from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.snapshot_reads import add_at_cluster_time, check_snapshot_read, snapshot_time
-from mongocore.sim.store import translate_store_errors
+from mongocore.sim.store import DataView, translate_store_errors
 from mongocore.sim.transactions import is_transaction_command
 from mongocore.sim.where import OperationInterruption, has_where, resolve_where
 from mongocore.sim.write_concern import check_write_concern, wait_for_write_concern
@@ -123,7 +127,52 @@ class Member(MemberState):
             kind = "write"
         if has_where(name, cmd):
             cmd = self._resolve_where(conn, name, db, cmd, kind=kind, secondary_ok=secondary_ok)
+        # (In a transaction, the member's steps refuse it as a server does.)
+        map_reduce = command is not None and command.name == "mapReduce"
+        if map_reduce and not is_transaction_command(name, cmd):
+            cmd = self._resolve_map_reduce(conn, db, cmd, kind=kind, secondary_ok=secondary_ok)
         return self._run_command(conn, command, name, db, cmd, secondary_ok=secondary_ok)
+
+    def _resolve_map_reduce(
+        self, conn: Connection, db: str, cmd: dict[str, Any], *, kind: str, secondary_ok: bool
+    ) -> dict[str, Any]:
+        """A mapReduce's JavaScript run first, without the lock (sim/map_reduce_command.py)."""
+
+        def view() -> DataView:
+            self._check_role(kind, secondary_ok)
+            own_copy = self._reads_own_copy(kind)
+            return self.reader() if own_copy else self._member_owner.store.latest
+
+        def read(db: str, spec: MapReduceSpec) -> list[dict[str, Any]]:
+            with self.cond:
+                store = self._member_owner.store
+                try:
+                    collation = store.collation_for(db, spec.collection, spec.collation)
+                    return view().find(
+                        db,
+                        spec.collection,
+                        spec.query,
+                        sort=spec.sort,
+                        limit=spec.limit,
+                        context=match_context(collation),
+                    )
+                except Exception as exc:
+                    raise translate_store_errors(exc, f"{db}.{spec.collection}") from exc
+
+        def stored(db: str, coll: str, doc_id: Any) -> Optional[Mapping[str, Any]]:
+            with self.cond:
+                found = view().find(db, coll, {"_id": {"$eq": doc_id}}, limit=1)
+                return found[0] if found else None
+
+        interruption = OperationInterruption(self, conn, "mapReduce")
+        return map_reduce_command.resolve(
+            db,
+            cmd,
+            generic=GENERIC_ARGUMENTS,
+            read=read,
+            stored=stored,
+            interruption=interruption,
+        )
 
     def _resolve_where(
         self,

@@ -7,6 +7,9 @@ not exist, IDHACK for an equality on ``_id`` alone, IXSCAN under FETCH for an in
 whose leading field the filter constrains (the longest constrained prefix wins; the
 other candidates are the rejected plans), IXSCAN providing a sort otherwise, else
 COLLSCAN; then SORT (when no index gives the order), SKIP, LIMIT and a projection stage.
+A query the index covers (no filter left over, a projection of the index's fields only,
+``_id`` excluded unless indexed, an index no document makes multikey) reads no
+document: PROJECTION_COVERED over the IXSCAN, without FETCH.
 The counts (documents and keys examined, documents returned) are computed from the
 data; the timings are zero.
 """
@@ -23,10 +26,20 @@ from bson import SON
 
 from mongocore.sim.codes import CommandError
 from mongocore.sim.engine.matcher import compile_filter
+from mongocore.sim.engine.paths import get_path
 from mongocore.sim.engine.values import key as bson_key
 from mongocore.sim.query import match_context
 
-__all__ = ["Plan", "QueryShape", "choose_plans", "execution_stages", "parsed_query", "shape_hash"]
+__all__ = [
+    "Plan",
+    "QueryShape",
+    "choose_plans",
+    "covered",
+    "execution_stages",
+    "mark_multikey",
+    "parsed_query",
+    "shape_hash",
+]
 
 Stage = dict[str, Any]
 _RANGE_OPERATORS = ("$gt", "$gte", "$lt", "$lte")
@@ -59,6 +72,12 @@ class Plan:
     key: list[tuple[str, Any]] = field(default_factory=list)
     sorted_by_index: bool = False
     direction: int = 1
+    #: The index's paths that hold an array in some document (a multikey index's).
+    multikey_paths: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def multikey(self) -> bool:
+        return any(self.multikey_paths.values())
 
 
 # -- the filter ------------------------------------------------------------------------
@@ -258,6 +277,46 @@ def _residual(plan: Plan, flt: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in flt.items() if k not in bounded or not _sargable(v)}
 
 
+def mark_multikey(plan: Plan, docs: Sequence[Mapping[str, Any]]) -> None:
+    """Record which of the plan's index paths hold arrays in ``docs`` (a server marks
+    an index multikey once a document gives it more than one key)."""
+    if plan.access != "IXSCAN":
+        return
+    for name, _ in plan.key:
+        parts = name.split(".")
+        arrays = [
+            ".".join(parts[: depth + 1])
+            for depth in range(len(parts))
+            if any(isinstance(get_path(doc, tuple(parts[: depth + 1])), list) for doc in docs)
+        ]
+        plan.multikey_paths[name] = arrays
+
+
+def covered(plan: Plan, shape: QueryShape) -> bool:
+    """Does the index alone answer the query (module doc)?"""
+    projection = shape.projection
+    if plan.access != "IXSCAN" or not projection or plan.multikey:
+        return False
+    if _residual(plan, shape.filter):
+        return False
+    indexed = {name for name, _ in plan.key}
+    included = set()
+    for name, value in projection.items():
+        if isinstance(value, (bool, int, float)):
+            if not value:
+                if name != "_id":
+                    return False  # an exclusion projection needs the document
+                continue
+            included.add(str(name))
+        else:
+            return False  # an expression, $slice, $elemMatch, ...
+    if "_id" not in projection or projection["_id"]:
+        included.add("_id")
+    if shape.sort and not set(shape.sort) <= indexed:
+        return False
+    return bool(included) and included <= indexed
+
+
 def _projection_stage(projection: Mapping[str, Any]) -> str:
     simple = all(
         not str(k).startswith("$") and "." not in str(k) and isinstance(v, (int, float, bool))
@@ -282,8 +341,8 @@ def plan_stages(plan: Plan, shape: QueryShape, indexes: Mapping[str, Any]) -> St
             "stage": "IXSCAN",
             "keyPattern": SON(plan.key),
             "indexName": plan.index,
-            "isMultiKey": False,
-            "multiKeyPaths": {name: [] for name, _ in plan.key},
+            "isMultiKey": plan.multikey,
+            "multiKeyPaths": {name: plan.multikey_paths.get(name, []) for name, _ in plan.key},
             "isUnique": bool(info.get("unique", False)),
             "isSparse": bool(info.get("sparse", False)),
             "isPartial": "partialFilterExpression" in info,
@@ -291,11 +350,14 @@ def plan_stages(plan: Plan, shape: QueryShape, indexes: Mapping[str, Any]) -> St
             "direction": "forward" if plan.direction > 0 else "backward",
             "indexBounds": index_bounds(plan, shape.filter),
         }
-        stage = {"stage": "FETCH"}
-        residual = _residual(plan, shape.filter)
-        if residual:
-            stage["filter"] = parsed_query(residual)
-        stage["inputStage"] = scan
+        if covered(plan, shape):
+            stage = scan
+        else:
+            stage = {"stage": "FETCH"}
+            residual = _residual(plan, shape.filter)
+            if residual:
+                stage["filter"] = parsed_query(residual)
+            stage["inputStage"] = scan
     if shape.sort and not plan.sorted_by_index and plan.access != "EOF":
         sort: Stage = {
             "stage": "SORT",
@@ -312,7 +374,7 @@ def plan_stages(plan: Plan, shape: QueryShape, indexes: Mapping[str, Any]) -> St
     if shape.limit and not (shape.sort and not plan.sorted_by_index):
         stage = {"stage": "LIMIT", "limitAmount": shape.limit, "inputStage": stage}
     if shape.projection:
-        name = _projection_stage(shape.projection)
+        name = "PROJECTION_COVERED" if covered(plan, shape) else _projection_stage(shape.projection)
         stage = {"stage": name, "transformBy": dict(shape.projection), "inputStage": stage}
     return stage
 
@@ -342,12 +404,13 @@ def execution_stages(
         predicates = _predicates(shape.filter)
         bounded = [name for name, b in bounds.items() if b != ["[MinKey, MaxKey]"]]
         residual = _residual(plan, shape.filter)
+        reads_documents = not covered(plan, shape)
         for doc in docs:
             if stops_early and wanted is not None and out >= wanted:
                 break
             if all(_matches({name: predicates[name]}, doc) for name in bounded):
                 keys += 1
-                examined += 1
+                examined += reads_documents
                 out += _matches(residual, doc)
     counts = {"IXSCAN": keys, "COLLSCAN": out, "IDHACK": out, "FETCH": out, "EOF": 0}
     chain: list[Stage] = []

@@ -32,7 +32,7 @@ from bson.son import SON
 from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, parse_collation
-from mongocore.sim.engine import crud
+from mongocore.sim.engine import capped, crud, timeseries
 from mongocore.sim.engine.context import MatchContext
 from mongocore.sim.engine.indexes import IndexSpec, make_index
 from mongocore.sim.engine.special_indexes import listing
@@ -201,6 +201,8 @@ class DataView:
         docs: list[Document] = [{"v": 2, "key": SON([("_id", 1)]), "name": ID_INDEX}]
         if collection.collation is not None:
             docs[0]["collation"] = collection.collation.spec()
+        if self.store.options(db, coll).timeseries is not None:
+            docs = []  # a time-series collection has no _id index
         for versions in incarnation.indexes.values():
             for spec, created, dropped in versions:
                 if self.as_of is None:
@@ -254,6 +256,8 @@ class _StoreWrites(crud.Writes):
             if self.update is None:
                 self.store._fill_empty_timestamps(new)
         check_storable(new)
+        if old is None and self.options.timeseries is not None:
+            timeseries.check_measurement(self.options.timeseries, new)
         self.options.check_document(new, old, bypass=self.bypass)
         return new
 
@@ -419,14 +423,48 @@ class DataStore(Oplog):
     ) -> None:
         """Insert one document (an ObjectId ``_id`` is added if missing, and ``_id`` is made
         the first field, as the server does)."""
+        self._check_kind_writable(db, coll)
         checkpoint = self.checkpoint(db, coll)
         writes = _StoreWrites(self, db, coll, bypass_validation=bypass_validation)
         try:
             crud.insert(self._target(db, coll), document, writes)
         except BaseException as exc:
             self._undo_create(db, coll, checkpoint)
-            raise translate_store_errors(exc, f"{db}.{coll}") from exc
+            error = translate_store_errors(exc, f"{db}.{coll}")
+            if writes.options.timeseries is not None and error.code == 11000:
+                # A server's buckets hold measurements with the same _id; the engine
+                # keeps one document per _id.
+                raise CommandError(
+                    238,
+                    "measurements with the same _id in a time-series collection are not "
+                    "supported by the simulator",
+                ) from exc
+            raise error from exc
+        bounds = writes.options.capped
+        if bounds is not None:
+            self._keep_within(db, coll, bounds)
         self._maybe_trim()
+
+    def _check_kind_writable(self, db: str, coll: str) -> None:
+        """A transaction does not write to a capped or a time-series collection (263)."""
+        if not self.keep_entries:
+            return  # not a transaction's workspace
+        options = self.options(db, coll)
+        if options.capped is not None:
+            raise capped.transaction_refused(f"{db}.{coll}")
+        if options.timeseries is not None:
+            raise timeseries.transaction_refused(f"{db}.{coll}")
+
+    def _keep_within(self, db: str, coll: str, bounds: capped.CappedOptions) -> None:
+        """Remove the oldest documents of a capped collection past its bounds."""
+        collection = self.collection(db, coll)
+        if collection is None:
+            return
+        docs = [doc for _, doc in collection.scan()]
+        excess = capped.overflow([capped.document_size(doc) for doc in docs], bounds)
+        writes = _StoreWrites(self, db, coll, bypass_validation=True)
+        for doc in docs[:excess]:
+            crud.delete(collection, {"_id": doc["_id"]}, writes, limit=1)
 
     def update(
         self,
@@ -451,6 +489,11 @@ class DataStore(Oplog):
         if multi and is_replacement(update):
             raise CommandError(9, "multi update is not supported for replacement-style update")
         check_update(update, array_filters)
+        self._check_kind_writable(db, coll)
+        kind = self.options(db, coll).timeseries
+        statement = {"q": query, "u": update, "multi": multi, "upsert": upsert}
+        if kind is not None and not timeseries.update_allowed(kind, statement):
+            raise timeseries.update_refused(f"{db}.{coll}")
         context = match_context(collation, variables)
         compiled = update_for_engine(update, variables)
         if variables:
@@ -492,6 +535,7 @@ class DataStore(Oplog):
         """Delete the matching documents (at most one if ``limit`` is 1); returns how many."""
         if variables:
             query = variables.in_query(query)
+        self._check_kind_writable(db, coll)
         context = match_context(collation, variables)
         collection = self.collection(db, coll)
         writes = _StoreWrites(self, db, coll, bypass_validation=True)
@@ -525,6 +569,11 @@ class DataStore(Oplog):
         """The findAndModify command: (value, lastErrorObject)."""
         if not remove:
             check_update(update, array_filters)
+        self._check_kind_writable(db, coll)
+        if self.options(db, coll).timeseries is not None:
+            raise CommandError(
+                238, "findAndModify on a time-series collection is not supported by the simulator"
+            )
         context = match_context(collation, variables)
         compiled = None if remove else update_for_engine(update, variables)
         if variables:
@@ -566,6 +615,10 @@ class DataStore(Oplog):
         if options is not None:
             self.catalog[(db, coll)] = options
         self._create(db, coll)
+        kind = options.timeseries if options is not None else None
+        index = timeseries.default_index(kind) if kind is not None else None
+        if index is not None:
+            self.create_indexes(db, coll, [index])
 
     def _forget(self, db: str, coll: Optional[str] = None) -> None:
         """Forget the options of a dropped collection (or database)."""

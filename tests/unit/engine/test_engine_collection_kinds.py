@@ -118,7 +118,12 @@ def test_timeseries_options_as_listed() -> None:
         ({"timeField": "t", "metaField": "_id"}, 72, "The 'metaField' field cannot be \"_id\""),
         ({"timeField": "t", "metaField": "t"}, 72, "The 'metaField' field cannot be the same"),
         ({"timeField": "t", "granularity": "days"}, 2, "Enumeration value 'days'"),
-        ({"timeField": "t", "bucketMaxSpanSeconds": 60}, 238, "the time-series option"),
+        ({"timeField": "t", "bucketMaxSpanSeconds": 60}, 238, "bucketMaxSpanSeconds and"),
+        (
+            {"timeField": "t", "bucketMaxSpanSeconds": 60, "bucketRoundingSeconds": 30},
+            238,
+            "bucketMaxSpanSeconds and",
+        ),
     ],
 )
 def test_timeseries_option_errors(spec: Any, code: int, message: str) -> None:
@@ -126,6 +131,19 @@ def test_timeseries_option_errors(spec: Any, code: int, message: str) -> None:
         timeseries.timeseries_options({"create": "c", "timeseries": spec})
     assert info.value.code == code
     assert info.value.errmsg.startswith(message)
+
+
+def test_custom_bucketing() -> None:
+    spec = {"timeField": "time", "bucketMaxSpanSeconds": 3600, "bucketRoundingSeconds": 3600}
+    options = timeseries.timeseries_options({"timeseries": spec})
+    assert options is not None
+    assert options.to_document() == {
+        "timeseries": {
+            "timeField": "time",
+            "bucketRoundingSeconds": 3600,
+            "bucketMaxSpanSeconds": 3600,
+        }
+    }
 
 
 def test_a_measurement_needs_a_date_in_the_time_field() -> None:

@@ -198,10 +198,11 @@ def _output(value: Any) -> Output:
     return Output(inline=False, action=action, collection=collection, db=db)
 
 
-def parse(cmd: Mapping[str, Any]) -> MapReduceSpec:
-    """The command, checked as a 7.0 server checks it."""
+def parse(cmd: Mapping[str, Any], *, generic: frozenset[str] = frozenset()) -> MapReduceSpec:
+    """The command, checked as a 7.0 server checks it (``generic``: the arguments every
+    command takes, which the command layer knows)."""
     for name in cmd:
-        if name not in _FIELDS and name not in _GENERIC:
+        if name not in _FIELDS and name not in _GENERIC and name not in generic:
             raise CommandError(40415, f"BSON field 'MapReduce.{name}' is an unknown field.")
     collection = cmd.get("mapReduce")
     if not isinstance(collection, str):

@@ -19,9 +19,10 @@ What a 7.0 server allows and refuses, as this module's functions decide it:
 - no ``_id`` index (listIndexes lists none), and with a ``metaField`` the index a
   server creates on ``{metaField: 1, timeField: 1}``; no unique index.
 
-Bucket parameters of their own (``bucketMaxSpanSeconds``, ``bucketRoundingSeconds``)
-are refused with NotImplemented (238), as are the server's refusals the simulator does
-not reproduce word for word.
+Custom bucketing (``bucketMaxSpanSeconds`` equal to ``bucketRoundingSeconds``, no
+granularity) is listed as given. The server's refusals the simulator does not reproduce
+word for word are NotImplemented (238), and so are documents with the same ``_id``,
+which a server's buckets hold and the simulator's one document per ``_id`` does not.
 """
 
 from __future__ import annotations
@@ -57,16 +58,23 @@ class TimeseriesOptions:
 
     time_field: str
     meta_field: Optional[str] = None
-    granularity: str = "seconds"
+    granularity: Optional[str] = "seconds"
     expire_after_seconds: Optional[int] = None
+    #: Custom bucketing (bucketMaxSpanSeconds and bucketRoundingSeconds, equal, without
+    #: a granularity), or None.
+    bucket_seconds: Optional[int] = None
 
     def to_document(self) -> dict[str, Any]:
         """The collection's options as listCollections lists them."""
         timeseries: dict[str, Any] = {"timeField": self.time_field}
         if self.meta_field is not None:
             timeseries["metaField"] = self.meta_field
-        timeseries["granularity"] = self.granularity
-        timeseries["bucketMaxSpanSeconds"] = GRANULARITIES[self.granularity]
+        if self.granularity is not None:
+            timeseries["granularity"] = self.granularity
+            timeseries["bucketMaxSpanSeconds"] = GRANULARITIES[self.granularity]
+        else:
+            timeseries["bucketRoundingSeconds"] = self.bucket_seconds
+            timeseries["bucketMaxSpanSeconds"] = self.bucket_seconds
         doc: dict[str, Any] = {"timeseries": timeseries}
         if self.expire_after_seconds is not None:
             doc["expireAfterSeconds"] = Int64(self.expire_after_seconds)
@@ -145,11 +153,9 @@ def timeseries_options(cmd: Mapping[str, Any]) -> Optional[TimeseriesOptions]:
             f"Enumeration value '{granularity}' for field 'create.timeseries.granularity' is "
             "not a valid value.",
         )
-    for name in ("bucketMaxSpanSeconds", "bucketRoundingSeconds"):
-        if spec.get(name) is not None:
-            raise CommandError(
-                238, f"the time-series option '{name}' is not supported by the simulator"
-            )
+    bucket_seconds = _bucketing(spec)
+    if bucket_seconds is not None:
+        granularity = None
     for name in ("capped", "validator", "viewOn", "clusteredIndex"):
         if cmd.get(name):
             raise CommandError(
@@ -163,9 +169,36 @@ def timeseries_options(cmd: Mapping[str, Any]) -> Optional[TimeseriesOptions]:
     return TimeseriesOptions(
         time_field=time_field,
         meta_field=meta_field,
-        granularity=str(granularity),
+        granularity=None if granularity is None else str(granularity),
         expire_after_seconds=expire,
+        bucket_seconds=bucket_seconds,
     )
+
+
+#: The largest custom bucket span a server takes (a year).
+_MAX_BUCKET_SECONDS = 31536000
+
+
+def _bucketing(spec: Mapping[str, Any]) -> Optional[int]:
+    """Custom bucketing (6.3+): both parameters, equal, between 1 s and a year, and no
+    granularity; a server refuses the other combinations, which the simulator refuses
+    with NotImplemented (238) as it does not reproduce their errors."""
+    span, rounding = spec.get("bucketMaxSpanSeconds"), spec.get("bucketRoundingSeconds")
+    if span is None and rounding is None:
+        return None
+    if not (
+        isinstance(span, int)
+        and not isinstance(span, bool)
+        and span == rounding
+        and 1 <= span <= _MAX_BUCKET_SECONDS
+        and spec.get("granularity") is None
+    ):
+        raise CommandError(
+            238,
+            "bucketMaxSpanSeconds and bucketRoundingSeconds are taken by the simulator only "
+            "together, equal, between 1 and 31536000, and without a granularity",
+        )
+    return int(span)
 
 
 def check_measurement(options: TimeseriesOptions, doc: Mapping[str, Any]) -> None:
