@@ -173,6 +173,17 @@ def test_what_a_time_series_collection_runs_and_refuses(client: Client) -> None:
     assert error.code == 72
 
 
+def test_coll_mod_changes_a_time_series_expiry(client: Client) -> None:
+    weather = _weather(client)
+    client.kinds.command({"collMod": "weather", "expireAfterSeconds": 60})
+    assert weather.options()["expireAfterSeconds"] == 60
+    client.kinds.command({"collMod": "weather", "expireAfterSeconds": "off"})
+    assert "expireAfterSeconds" not in weather.options()
+    client.kinds.create_collection("plain")
+    error = _error(lambda: client.kinds.command({"collMod": "plain", "expireAfterSeconds": 60}))
+    assert error.code == 238
+
+
 # -- mapReduce --------------------------------------------------------------------------
 
 MAP = Code("function() { emit(this.cust_id, this.price); }")
@@ -255,6 +266,14 @@ def test_map_reduce_errors(client: Client) -> None:
     )
     error = _error(lambda: db.command("mapReduce", "orders", map=MAP, reduce=REDUCE))
     assert error.code == 40414
+    db.create_collection("recent", viewOn="orders", pipeline=[{"$match": {"status": "A"}}])
+    error = _error(
+        lambda: db.command("mapReduce", "recent", map=MAP, reduce=REDUCE, out={"inline": 1})
+    )
+    assert (error.code, error.details["errmsg"]) == (
+        166,
+        "Namespace kinds.recent is a view, not a collection",
+    )
     error = _error(
         lambda: db.command(
             "mapReduce", "orders", map=Code("function() { throw 'no'; }"), reduce=REDUCE, out="t"

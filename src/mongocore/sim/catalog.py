@@ -19,7 +19,11 @@ from typing import Any, Optional
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, parse_collation
 from mongocore.sim.engine.capped import CappedOptions, capped_options, modified_capped
-from mongocore.sim.engine.timeseries import TimeseriesOptions, timeseries_options
+from mongocore.sim.engine.timeseries import (
+    TimeseriesOptions,
+    modified_expiry,
+    timeseries_options,
+)
 from mongocore.sim.validation import check_validator, failure_details
 
 __all__ = ["PRE_AND_POST_IMAGES", "CollectionOptions", "create_options", "modified_options"]
@@ -181,9 +185,7 @@ def create_options(cmd: Mapping[str, Any]) -> CollectionOptions:
 _COLL_MOD_FIELDS = frozenset(
     {"validator", "validationLevel", "validationAction", PRE_AND_POST_IMAGES}
 )
-_COLL_MOD_REFUSED = frozenset(
-    {"index", "viewOn", "pipeline", "expireAfterSeconds", "timeseries", "clusteredIndex"}
-)
+_COLL_MOD_REFUSED = frozenset({"index", "viewOn", "pipeline", "timeseries", "clusteredIndex"})
 _COLL_MOD_CAPPED = frozenset({"cappedSize", "cappedMax"})
 
 
@@ -194,10 +196,19 @@ def modified_options(cmd: Mapping[str, Any], options: CollectionOptions) -> Coll
             raise CommandError(
                 238, f"the collMod option '{name}' is not supported by the simulator"
             )
+    if "expireAfterSeconds" in cmd:
+        if options.timeseries is None:
+            # Outside a time-series collection it needs a clustered one.
+            raise CommandError(
+                238, "the collMod option 'expireAfterSeconds' is not supported by the simulator"
+            )
+        options = replace(
+            options, timeseries=modified_expiry(options.timeseries, cmd["expireAfterSeconds"])
+        )
     unknown = [
         name
         for name in cmd
-        if name not in _COLL_MOD_FIELDS | _COLL_MOD_CAPPED
+        if name not in _COLL_MOD_FIELDS | _COLL_MOD_CAPPED | {"expireAfterSeconds"}
         and name not in _IGNORED_CREATE
         and name != "collMod"
     ]

@@ -345,6 +345,7 @@ _COLL_MOD_LOGGED = (
     PRE_AND_POST_IMAGES,
     "cappedSize",
     "cappedMax",
+    "expireAfterSeconds",
 )
 
 

@@ -21,7 +21,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from mongocore.sim import map_reduce_command
+from mongocore.sim import map_reduce_command, views
 from mongocore.sim.change_streams import fail_get_more
 from mongocore.sim.codes import (
     CloseConnection,
@@ -146,6 +146,11 @@ class Member(MemberState):
         def read(db: str, spec: MapReduceSpec) -> list[dict[str, Any]]:
             with self.cond:
                 store = self._member_owner.store
+                if views.resolve(store, db, spec.collection) is not None:
+                    # "Views do not support map-reduce" (the manual, "Views").
+                    raise CommandError(
+                        166, f"Namespace {db}.{spec.collection} is a view, not a collection"
+                    )
                 try:
                     collation = store.collation_for(db, spec.collection, spec.collation)
                     return view().find(

@@ -146,6 +146,15 @@ def test_custom_bucketing() -> None:
     }
 
 
+def test_coll_mod_changes_the_expiry() -> None:
+    options = timeseries.TimeseriesOptions("t", expire_after_seconds=5)
+    assert timeseries.modified_expiry(options, 60).expire_after_seconds == 60
+    assert timeseries.modified_expiry(options, "off").expire_after_seconds is None
+    with pytest.raises(CommandError) as info:
+        timeseries.modified_expiry(options, -1)
+    assert info.value.code == 2
+
+
 def test_a_measurement_needs_a_date_in_the_time_field() -> None:
     options = timeseries.TimeseriesOptions(time_field="timestamp")
     timeseries.check_measurement(options, {"timestamp": datetime.datetime(2021, 5, 18)})

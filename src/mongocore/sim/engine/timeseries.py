@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from bson import Int64
@@ -43,6 +43,7 @@ __all__ = [
     "TimeseriesOptions",
     "check_measurement",
     "default_index",
+    "modified_expiry",
     "timeseries_options",
     "update_allowed",
 ]
@@ -199,6 +200,19 @@ def _bucketing(spec: Mapping[str, Any]) -> Optional[int]:
             "together, equal, between 1 and 31536000, and without a granularity",
         )
     return int(span)
+
+
+def modified_expiry(options: TimeseriesOptions, value: Any) -> TimeseriesOptions:
+    """A collMod's ``expireAfterSeconds``: a number of seconds, or ``"off"``."""
+    if value == "off":
+        return replace(options, expire_after_seconds=None)
+    if isinstance(value, str):
+        raise CommandError(
+            238,
+            "expireAfterSeconds is a number or 'off'; the simulator does not reproduce the "
+            "server's error for another string",
+        )
+    return replace(options, expire_after_seconds=_expire_after(value))
 
 
 def check_measurement(options: TimeseriesOptions, doc: Mapping[str, Any]) -> None:
