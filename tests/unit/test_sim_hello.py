@@ -221,6 +221,37 @@ def test_exhaust_hello_streams_more_to_come_replies(rs: ReplicaSet) -> None:
         assert message2.body["topologyVersion"]["counter"] > counter
 
 
+@pytest.mark.parametrize("exhaust", [False, True])
+def test_a_client_that_hangs_up_during_an_awaitable_hello_ends_its_thread(
+    rs: ReplicaSet, exhaust: bool
+) -> None:
+    """The member closes the connection at once, while the deployment keeps running:
+    its thread does not wait out maxAwaitTimeMS (60 s here) for nobody."""
+    member = rs.members[1]
+    client = connect(member)
+    first = client.command("admin", {"hello": 1})
+    connection_id = first["connectionId"]
+    awaitable = {"hello": 1, "topologyVersion": first["topologyVersion"], "maxAwaitTimeMS": 60_000}
+    if exhaust:
+        client.exhaust("admin", awaitable)
+    else:
+        client.send_msg("admin", awaitable)
+    with member.cond:
+        assert member.cond.wait_for(lambda: connection_id in member.awaiting_hellos, timeout=30)
+    served = member.server.connection(connection_id)
+    assert served is not None and served.thread is not None
+    client.close()
+    served.thread.join(timeout=30)
+    assert not served.thread.is_alive()
+    assert served.closed and member.server.connection(connection_id) is None
+    # The member goes on serving, awaitable hellos included.
+    with connect(member) as other:
+        again = other.command("admin", {"hello": 1})
+        assert again["connectionId"] != connection_id
+        reply = other.command("admin", {**awaitable, "maxAwaitTimeMS": 20})
+        assert reply["topologyVersion"] == first["topologyVersion"]
+
+
 def test_killed_member_refuses_and_restart_gets_a_new_process_id(rs: ReplicaSet) -> None:
     member = rs.members[1]
     old_process = member.process_id

@@ -378,6 +378,9 @@ class Process(MessageLoop):
         deadline = time.monotonic() + max_await / 1000.0
         self.awaiting_hellos.add(conn.id)
         self.cond.notify_all()
+        # A client that hangs up meanwhile gets its connection closed at once, which
+        # ends this wait (server.py): its thread does not outlive it by maxAwaitTimeMS.
+        self.server.watch_hang_up(conn)
         try:
             while True:
                 if not self.alive or conn.closed or self._owner.stopping:
@@ -394,6 +397,7 @@ class Process(MessageLoop):
                     return True
                 self.cond.wait(remaining)
         finally:
+            self.server.unwatch_hang_up(conn)
             self.awaiting_hellos.discard(conn.id)
 
     def _common_hello_fields(self, conn: Connection, cmd: Mapping[str, Any]) -> dict[str, Any]:

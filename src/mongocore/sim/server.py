@@ -191,6 +191,9 @@ class WireServer:
         self._lock = threading.Lock()
         self._connections: set[Connection] = set()
         self._threads: set[threading.Thread] = set()
+        #: Connections whose thread waits for something other than its socket (an
+        #: awaitable hello): the accept loop watches their sockets for a hang-up.
+        self._watched: set[Connection] = set()
         self._next_id = 0
         self._listener: Optional[socket.socket] = None
         self._accept_thread: Optional[threading.Thread] = None
@@ -303,21 +306,90 @@ class WireServer:
                 with self._lock:
                     self._threads.discard(thread)
 
+    def watch_hang_up(self, connection: Connection) -> None:
+        """While ``connection``'s thread waits on something else than its socket (an
+        awaitable hello waits for a change of the topology), the accept loop watches
+        the socket: a client that hangs up then gets its connection closed at once,
+        and ``on_close`` wakes the waiting thread, which ends. A client waiting for a
+        reply sends nothing, so anything readable means it has gone."""
+        with self._lock:
+            self._watched.add(connection)
+            wake = self._wake_w
+        self._wake(wake)
+
+    def unwatch_hang_up(self, connection: Connection) -> None:
+        """The thread is done waiting: its socket is its own again."""
+        with self._lock:
+            self._watched.discard(connection)
+            wake = self._wake_w
+        self._wake(wake)
+
+    @staticmethod
+    def _wake(wake: Optional[socket.socket]) -> None:
+        if wake is not None:
+            # A full buffer means a wake-up is pending already.
+            with contextlib.suppress(OSError):
+                wake.send(b"w", socket.MSG_DONTWAIT)
+
     def _accept_loop(self, listener: socket.socket, wake: socket.socket) -> None:
         with selectors.DefaultSelector() as selector:
             selector.register(listener, selectors.EVENT_READ)
             selector.register(wake, selectors.EVENT_READ)
+            watching: dict[Connection, socket.socket] = {}
+            self._sync_watched(selector, watching)
             while True:
                 events = selector.select()
-                if any(key.fileobj is wake for key, _ in events):
-                    return
-                try:
-                    sock, _peer = listener.accept()
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    return
-                self._start_connection(sock)
+                for key, _ in events:
+                    if key.fileobj is wake:
+                        if b"x" in wake.recv(4096):
+                            return
+                        self._sync_watched(selector, watching)
+                    elif key.fileobj is listener:
+                        try:
+                            sock, _peer = listener.accept()
+                        except (BlockingIOError, InterruptedError):
+                            continue
+                        except OSError:
+                            return
+                        self._start_connection(sock)
+                    else:
+                        self._hung_up(selector, watching, key.data)
+
+    def _sync_watched(
+        self, selector: selectors.BaseSelector, watching: dict[Connection, socket.socket]
+    ) -> None:
+        with self._lock:
+            watched = {c for c in self._watched if not c.closed}
+        for connection in [c for c in watching if c not in watched]:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                selector.unregister(watching[connection])
+            del watching[connection]
+        for connection in watched - set(watching):
+            sock = connection.sock
+            try:
+                selector.register(sock, selectors.EVENT_READ, connection)
+            except (KeyError, ValueError, OSError):
+                continue  # closed meanwhile
+            watching[connection] = sock
+
+    def _hung_up(
+        self,
+        selector: selectors.BaseSelector,
+        watching: dict[Connection, socket.socket],
+        connection: Connection,
+    ) -> None:
+        sock = watching.pop(connection, None)
+        if sock is not None:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                selector.unregister(sock)
+        with self._lock:
+            # Still waiting (its thread unwatches before it replies, and only a reply
+            # lets a client send again): the readable socket is a hang-up.
+            still_waiting = connection in self._watched
+        if still_waiting:
+            connection.close()
+            if self._on_close is not None:
+                self._on_close()
 
     def _start_connection(self, sock: socket.socket) -> None:
         sock.setblocking(True)
