@@ -55,6 +55,7 @@ LAYERS = {
     "uri_parser": 2,
     "sim": 3,
     "cli": 4,
+    "pytest_plugin": 4,
     "__main__": 5,
 }
 
