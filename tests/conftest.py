@@ -1,13 +1,32 @@
-"""Test-wide configuration: the spec-suite switch, hypothesis profiles, thread-leak check."""
+"""Test-wide configuration: the spec-suite switch, hypothesis profiles, thread-leak check,
+and the simulated deployments most tests share.
+
+- ``rs``: the session's simulated replica set (mongocore's pytest plugin,
+  ``mongodb_replica_set``): three members, ``members[0]`` primary, no data. The plugin
+  puts it back after every test (killed members restarted, fail points cleared, the
+  first primary elected again, the databases dropped), so a test may break it.
+- ``standalone``: the session's simulated standalone (``mongodb_standalone``), likewise.
+
+A test that restarts, heals or adds a member inside itself starts threads that outlive
+it (the deployment is the session's), which the thread-leak check below would report:
+its module asks for a deployment of its own (``mongodb_replica_set_per_test``, or its
+own ``rs``).
+"""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from mongocore.pytest_plugin import MongoDBDeployment
+
+if TYPE_CHECKING:
+    from mongocore.sim import ReplicaSet, Standalone
 
 # CI runs a fixed, derandomized profile so a result never depends on luck.
 settings.register_profile(
@@ -51,6 +70,20 @@ def no_thread_leak() -> Iterator[None]:
         t.join(timeout=10)
     still = sorted({t.name for t in leaked if t.is_alive()})
     assert not still, f"threads left running after the test: {still}"
+
+
+@pytest.fixture
+def rs(mongodb_replica_set: MongoDBDeployment) -> ReplicaSet:
+    """The session's replica set (see the module's docstring)."""
+    replica_set: ReplicaSet = mongodb_replica_set.sim
+    return replica_set
+
+
+@pytest.fixture
+def standalone(mongodb_standalone: MongoDBDeployment) -> Standalone:
+    """The session's standalone (see the module's docstring)."""
+    server: Standalone = mongodb_standalone.sim
+    return server
 
 
 _THIRDPARTY_REPORTS: list[str] = []

@@ -8,8 +8,6 @@ next command selects anew and goes to the new primary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("mongomock")
@@ -21,12 +19,6 @@ from mongocore.io.selection_log import SERVER_SELECTION_LOGGER
 from mongocore.sim import ReplicaSet
 from tests.integration.sim_client import Recorder, sim_client, wait_for_topology
 from tests.log_capture import capture
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
 
 
 def _selections(data: list[dict[str, object]]) -> int:

@@ -31,12 +31,6 @@ _VOLATILE = ("$clusterTime", "operationTime", "electionId", "opTime")
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(1, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
 

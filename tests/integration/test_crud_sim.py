@@ -46,12 +46,6 @@ from tests.integration.sim_client import Recorder, sim_client
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
 

@@ -37,12 +37,6 @@ from tests.integration.sim_client import FAST, Recorder  # noqa: E402
 PyClient = pymongo.MongoClient
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(1, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
 # The clients are each test's own: a sim connection thread must not outlive its test.
 @pytest.fixture
 def ours(rs: ReplicaSet) -> Iterator[MongoClient]:

@@ -10,7 +10,6 @@ and with mongocore against the same simulated replica set, it must report the sa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ pytest.importorskip("mongomock")
 
 from mongocore.sim import ReplicaSet
 from tests.integration import pymongo_style_app as app
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
 
 
 def _run(imports: str, uri: str) -> dict[str, Any]:

@@ -10,7 +10,6 @@ gossip, endSessions at close. Command monitoring: an event pair per attempt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,18 +39,6 @@ from tests.integration.sim_client import (
     sim_client,
     wait_for_topology,
 )
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
-def standalone() -> Iterator[Standalone]:
-    with Standalone() as server:
-        yield server
 
 
 @pytest.fixture

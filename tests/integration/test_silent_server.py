@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,12 +50,6 @@ class PoolClears(ConnectionPoolListener):
             event = self.events.get(timeout=DEADLINE)
             if event.address == address and event.interrupt_in_use_connections:
                 return event
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
 
 
 @pytest.mark.parametrize("retry_writes", [False, True], ids=["no-retry", "retryWrites"])

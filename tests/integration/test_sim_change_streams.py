@@ -56,12 +56,6 @@ class Replies(monitoring.CommandListener):
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(1, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def replies() -> Replies:
     return Replies()
 

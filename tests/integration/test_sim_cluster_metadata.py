@@ -17,6 +17,7 @@ from bson import Timestamp
 from pymongo import MongoClient, ReadPreference
 from pymongo.errors import OperationFailure
 
+from mongocore.pytest_plugin import MongoDBDeployment
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
 from tests.integration.sim_client import FAST
 
@@ -24,9 +25,10 @@ Client = MongoClient[dict[str, Any]]
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
+def rs(mongodb_replica_set_per_test: MongoDBDeployment) -> ReplicaSet:
+    """A replica set of each test's own (the plugin's): its tests read the oplog from its start."""
+    replica_set: ReplicaSet = mongodb_replica_set_per_test.sim
+    return replica_set
 
 
 @pytest.fixture

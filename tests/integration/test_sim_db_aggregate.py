@@ -22,13 +22,12 @@ FAST = {"serverSelectionTimeoutMS": 20_000}
 
 
 @pytest.fixture
-def client() -> Iterator[MongoClient[dict[str, Any]]]:
-    with Standalone() as server:
-        mongo: MongoClient[dict[str, Any]] = MongoClient(server.uri, **FAST)
-        try:
-            yield mongo
-        finally:
-            mongo.close()
+def client(standalone: Standalone) -> Iterator[MongoClient[dict[str, Any]]]:
+    mongo: MongoClient[dict[str, Any]] = MongoClient(standalone.uri, **FAST)
+    try:
+        yield mongo
+    finally:
+        mongo.close()
 
 
 @pytest.fixture

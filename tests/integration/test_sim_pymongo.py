@@ -15,6 +15,7 @@ pytest.importorskip("mongomock")
 from pymongo import MongoClient, ReadPreference, monitoring  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
+from mongocore.pytest_plugin import MongoDBDeployment  # noqa: E402
 from mongocore.sim import (  # noqa: E402
     LoadBalanced,
     ReplicaSet,
@@ -30,9 +31,11 @@ DEADLINE = 20.0
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
+def rs(mongodb_replica_set_per_test: MongoDBDeployment) -> ReplicaSet:
+    """A replica set of each test's own (the plugin's): its tests read election ids
+    from the first election, and kill and restart members."""
+    replica_set: ReplicaSet = mongodb_replica_set_per_test.sim
+    return replica_set
 
 
 @pytest.fixture

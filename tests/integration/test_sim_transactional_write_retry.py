@@ -3,8 +3,6 @@ each statement of a multi-statement write is applied exactly once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("mongomock")
@@ -12,12 +10,6 @@ pytest.importorskip("mongomock")
 from mongocore.errors import NetworkError
 from mongocore.sim import ReplicaSet
 from tests.integration.sim_client import Recorder, sim_client
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.02) as replica_set:
-        yield replica_set
 
 
 def test_a_cut_off_insert_many_is_retried_and_applied_once(rs: ReplicaSet) -> None:

@@ -20,6 +20,7 @@ from pymongo import MongoClient, ReadPreference, monitoring  # noqa: E402
 from pymongo.client_session import ClientSession  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402
 
+from mongocore.pytest_plugin import MongoDBDeployment  # noqa: E402
 from mongocore.sim import ReplicaSet, ShardedCluster  # noqa: E402
 from tests.integration.sim_client import FAST  # noqa: E402
 from tests.unit.sim_wire import connect  # noqa: E402
@@ -67,9 +68,10 @@ class FakeClock:
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
+def rs(mongodb_replica_set_per_test: MongoDBDeployment) -> ReplicaSet:
+    """A replica set of each test's own (the plugin's): its tests read the oplog from its start."""
+    replica_set: ReplicaSet = mongodb_replica_set_per_test.sim
+    return replica_set
 
 
 @pytest.fixture

@@ -22,12 +22,6 @@ Client = MongoClient[dict[str, Any]]
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def client(rs: ReplicaSet) -> Iterator[Client]:
     mongo: Client = MongoClient(rs.uri, **FAST)
     try:

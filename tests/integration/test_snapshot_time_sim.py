@@ -20,12 +20,6 @@ from mongocore.sim import ReplicaSet
 from tests.integration.sim_client import Recorder, sim_client
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(1, election_delay=0.02) as deployment:
-        yield deployment
-
-
 @pytest.fixture
 def client(rs: ReplicaSet) -> Iterator[tuple[Client, Recorder]]:
     recorder = Recorder()

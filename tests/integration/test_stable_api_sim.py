@@ -6,7 +6,6 @@ with pymongo (the same fields on the same commands for the same options)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any, Optional
 
 import pytest
@@ -26,12 +25,6 @@ from pymongo.server_api import ServerApi as PymongoServerApi  # noqa: E402
 
 API_FIELDS = ("apiVersion", "apiStrict", "apiDeprecationErrors")
 STRICT = ServerApi("1", strict=True)
-
-
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
 
 
 def api_fields_of(command: Any) -> dict[str, Any]:

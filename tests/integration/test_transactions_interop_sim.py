@@ -52,12 +52,6 @@ class Started(CommandListener):
             return [c for c in self.commands if c[0] in names]
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.05) as replica_set:
-        yield replica_set
-
-
 @pytest.fixture
 def clients(rs: ReplicaSet) -> Iterator[tuple[Client, PyClient]]:
     ours = Client(rs.uri, **FAST)

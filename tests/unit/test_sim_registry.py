@@ -24,12 +24,6 @@ from mongocore.sim.registry import (
 from tests.unit.sim_wire import RawClient, connect
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(1, election_delay=0.02) as replica_set:
-        yield replica_set
-
-
 @pytest.fixture
 def client(rs: ReplicaSet) -> Iterator[RawClient]:
     with connect(rs.members[0]) as raw:

@@ -154,12 +154,6 @@ def test_users_added_later_do_not_turn_authentication_on() -> None:
 
 
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(2, election_delay=0.02) as replica_set:
-        yield replica_set
-
-
-@pytest.fixture
 def secondary(rs: ReplicaSet) -> Iterator[RawClient]:
     rs.wait_for_primary()
     with connect(rs.secondaries[0]) as raw:

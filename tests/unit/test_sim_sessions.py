@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from bson import ObjectId
 
 from mongocore.sim import ReplicaSet, SessionRecords, ShardedCluster, Standalone
 from mongocore.sim.codes import CommandError
 from tests.unit.sim_wire import connect
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.02) as replica_set:
-        yield replica_set
 
 
 def _insert(txn: int, lsid: dict[str, object], doc: dict[str, object]) -> dict[str, object]:

@@ -14,12 +14,6 @@ from mongocore.sim import ReplicaSet
 from tests.unit.sim_wire import RawClient, connect
 
 
-@pytest.fixture(scope="module")
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.02) as replica_set:
-        yield replica_set
-
-
 @pytest.fixture
 def client(rs: ReplicaSet) -> Iterator[RawClient]:
     with connect(rs.wait_for_primary()) as raw:

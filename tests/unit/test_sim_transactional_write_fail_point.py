@@ -3,22 +3,14 @@ statements it acts on, what it does to them, and what a retry of the command ans
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from bson import ObjectId
 
 from mongocore.sim import ReplicaSet
 from tests.unit.sim_wire import RawClient, connect
 
 FAIL_POINT = "onPrimaryTransactionalWrite"
-
-
-@pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(3, election_delay=0.02) as replica_set:
-        yield replica_set
 
 
 def _configure(client: RawClient, mode: Any, data: dict[str, Any]) -> dict[str, Any]:
