@@ -1,22 +1,17 @@
-"""The simulator's engine (``mongocore.sim.engine``) against mongomock, for the same
-work, in one process: CPU time per operation on a collection of ``--docs`` documents
-(``time.process_time``, the best of ``--rounds`` rounds), and the ratio engine/mongomock
-(below 1: the engine is cheaper).
+"""The simulator's engine (``mongocore.sim.engine``) alone, in one process: CPU time per
+operation on a collection of ``--docs`` documents (``time.process_time``, the best of
+``--rounds`` rounds).
 
 Operations: ``find_one`` by ``_id``, ``insert_one``, a ``find`` of 100 documents
 (``limit 100``, the documents materialized), an ``update_one`` by ``_id`` with ``$inc``,
 a ``find`` with a range filter over the whole collection, and a sorted ``find``.
-mongomock is used as it is (its public API, no patches): what the simulator pays
-today, less the simulator's own layers.
-
 Expressions: the aggregation expressions of ``sim/engine/expressions`` (compiled once,
-evaluated per document) against mongomock's evaluator (``mongomock.aggregate._Parser``,
-which parses the expression again for each document: what the simulator calls for a
-``$project`` or an ``$expr`` today), each over the same ``--docs`` documents.
+evaluated per document). Pipelines: the stages of ``sim/engine/stages`` (parsed once
+per run, as per command); ``$lookup`` reads a second collection of ``--docs`` documents.
 
-Pipelines: the stages of ``sim/engine/stages`` (parsed once per run, as per command)
-against mongomock's ``aggregate`` over the same documents (its public API), for the
-stages both have; ``$lookup`` reads a second collection of ``--docs`` documents.
+The same work against mongomock, which the simulator ran on before its engine, was timed
+by this script up to commit a1a09f7 (``git show a1a09f7:benchmarks/bench_engine.py``,
+run with mongomock 4.3.0 installed); docs/simulator.md, "The engine", gives those ratios.
 
 Run: python benchmarks/bench_engine.py [--docs 1000] [--count 2000] [--rounds 3]
 """
@@ -29,15 +24,12 @@ import itertools
 import time
 from typing import Any, Callable
 
-import mongomock
-import mongomock.aggregate
-
 from mongocore.sim.engine import crud
 from mongocore.sim.engine.expressions import ExpressionContext, compile_expression
 from mongocore.sim.engine.stages import PipelineContext, parse_pipeline
 from mongocore.sim.engine.store import Collection
 
-#: The expressions timed against mongomock's evaluator, with their names.
+#: The expressions timed, with their names.
 EXPRESSIONS: list[tuple[str, Any]] = [
     ("field path", "$sub.x"),
     ("$add", {"$add": ["$count", "$n", 1]}),
@@ -55,7 +47,7 @@ EXPRESSIONS: list[tuple[str, Any]] = [
     ("$filter of an array", {"$filter": {"input": "$arr", "cond": {"$gt": ["$$this", 1]}}}),
 ]
 
-#: The pipelines timed against mongomock's aggregate, with their names.
+#: The pipelines timed, with their names.
 PIPELINES: list[tuple[str, list[Any]]] = [
     ("$match+$group", [{"$match": {"n": {"$gte": 10}}},
                        {"$group": {"_id": "$k", "total": {"$sum": "$n"}, "avg": {"$avg": "$n"}}}]),
@@ -98,10 +90,6 @@ def main() -> None:
     args = parser.parse_args()
     docs = args.docs
 
-    mock: Any = mongomock.MongoClient().bench.docs
-    mock.insert_many([{"_id": n, "count": 0, "name": f"n{n}"} for n in range(docs)])
-    mock_inserts: Any = mongomock.MongoClient().bench.inserts
-
     engine = Collection("bench.docs")
     stamps = itertools.count(1).__next__
     for n in range(docs):
@@ -109,50 +97,42 @@ def main() -> None:
     engine_inserts = Collection("bench.inserts")
 
     heavy = max(args.count // 20, 5)
-    work: list[tuple[str, int, Callable[[int], Any], Callable[[int], Any]]] = [
+    work: list[tuple[str, int, Callable[[int], Any]]] = [
         (
             "find_one by _id",
             args.count,
-            lambda n: mock.find_one({"_id": n % docs}),
             lambda n: crud.find(engine, {"_id": n % docs}, limit=1),
         ),
         (
             "insert_one",
             args.count,
-            lambda n: mock_inserts.insert_one({"_id": n, "count": 0}),
             lambda n: crud.insert(engine_inserts, {"_id": n, "count": 0}, stamps()),
         ),
         (
             "find 100",
             heavy,
-            lambda n: list(mock.find({}, limit=100)),
             lambda n: crud.find(engine, {}, limit=100),
         ),
         (
             "update_one by _id",
             args.count,
-            lambda n: mock.update_one({"_id": n % docs}, {"$inc": {"count": 1}}),
             lambda n: crud.update(engine, {"_id": n % docs}, {"$inc": {"count": 1}}, stamps),
         ),
         (
             "find range (scan)",
             heavy,
-            lambda n: list(mock.find({"count": {"$gte": 0}, "name": {"$ne": "x"}})),
             lambda n: crud.find(engine, {"count": {"$gte": 0}, "name": {"$ne": "x"}}),
         ),
         (
             "find sorted",
             heavy,
-            lambda n: list(mock.find({}).sort("name", -1).limit(10)),
             lambda n: crud.find(engine, {}, sort={"name": -1}, limit=10),
         ),
     ]
     print(f"{docs} documents; CPU microseconds per operation, best of {args.rounds} rounds")
-    print(f"{'operation':20} {'mongomock':>10} {'engine':>10} {'ratio':>7}")
-    for name, count, with_mock, with_engine in work:
-        mock_us = best(with_mock, count, args.rounds)
-        engine_us = best(with_engine, count, args.rounds)
-        print(f"{name:20} {mock_us:10.1f} {engine_us:10.1f} {engine_us / mock_us:7.2f}")
+    print(f"{'operation':20} {'engine':>10}")
+    for name, count, with_engine in work:
+        print(f"{name:20} {best(with_engine, count, args.rounds):10.1f}")
 
     rows = [
         {
@@ -166,29 +146,20 @@ def main() -> None:
         }
         for n in range(docs)
     ]
-    mock_parser: Any = mongomock.aggregate._Parser
     print(f"expressions over {docs} documents; CPU microseconds per document")
     for name, spec in EXPRESSIONS:
         compiled = compile_expression(spec, ExpressionContext())
 
-        def with_mock(n: int, spec: Any = spec) -> Any:
-            return [mock_parser(row, ignore_missing_keys=True).parse(spec) for row in rows]
-
         def with_engine(n: int, compiled: Any = compiled) -> Any:
             return [compiled.evaluate(row) for row in rows]
 
-        mock_us = best(with_mock, 1, args.rounds) / docs
-        engine_us = best(with_engine, 1, args.rounds) / docs
-        print(f"{name:20} {mock_us:10.2f} {engine_us:10.2f} {engine_us / mock_us:7.2f}")
+        print(f"{name:20} {best(with_engine, 1, args.rounds) / docs:10.2f}")
 
     rows = [
         {"_id": n, "n": n, "k": n % 10, "name": f"n{n}", "arr": [n % 3, n % 5], "sub": {"x": n}}
         for n in range(docs)
     ]
     other = [{"_id": n, "k": n % 10, "v": n} for n in range(docs)]
-    mock_db: Any = mongomock.MongoClient().pipelines
-    mock_db.rows.insert_many([dict(row) for row in rows])
-    mock_db.other.insert_many([dict(row) for row in other])
     engine_rows = Collection("pipelines.rows")
     for row in rows:
         engine_rows.insert(dict(row), stamps())
@@ -197,17 +168,12 @@ def main() -> None:
     print(f"pipelines over {docs} documents; CPU microseconds per run")
     for name, pipeline in PIPELINES:
 
-        def with_mock(n: int, pipeline: Any = pipeline) -> Any:
-            return list(mock_db.rows.aggregate(pipeline))
-
         def with_engine(n: int, pipeline: Any = pipeline) -> Any:
             context = PipelineContext(db="pipelines", coll="rows", resolver=resolver)
             compiled = parse_pipeline(pipeline, context)
             return list(compiled.run(doc for _, doc in engine_rows.scan()))
 
-        mock_us = best(with_mock, light, args.rounds)
-        engine_us = best(with_engine, light, args.rounds)
-        print(f"{name:20} {mock_us:10.0f} {engine_us:10.0f} {engine_us / mock_us:7.2f}")
+        print(f"{name:20} {best(with_engine, light, args.rounds):10.0f}")
 
 
 if __name__ == "__main__":

@@ -5,8 +5,7 @@ Throughput: a simulated three-member replica set (``python -m mongocore sim``, i
 own process so it does not share a GIL with the client), driven by pymongo from 8
 threads: ``insert_one``, ``find_one`` by ``_id`` and ``update_one`` (``$inc``) by
 ``_id``, each for ``--seconds``, on collections of ``--docs`` documents (inserts move
-to a new collection every ``--docs`` documents). mongomock evaluates every query
-against each document of its collection, so these figures fall as collections grow.
+to a new collection every ``--docs`` documents).
 
 History: for each count in ``--writes``, a fresh in-process replica set (3 members,
 election delay 200 ms, the floor) receives that many inserts through pymongo while

@@ -5,8 +5,8 @@ replica set) answers one raw wire-protocol connection. The connection's thread t
 each request with ``time.thread_time`` (the CPU of the serving thread alone: decoding
 the request, running the command, encoding the reply; not the client's) and, with
 ``--profile``, runs it under ``cProfile``; the statistics are then grouped by where
-the time went: mongomock (its deep copies, its filtering, its updates), the
-simulator's own modules, the BSON codec, the standard library.
+the time went: the simulator's own modules, its engine (``sim/engine/``), mongocore's
+wire codec, the BSON codec, the standard library.
 
 Commands: ``ping``, ``find`` by ``_id`` (``limit 1, singleBatch``, as ``find_one``
 sends), ``insert`` of one document, a ``find`` of 100 documents (one batch), and
@@ -106,8 +106,8 @@ class Raw:
 
 
 def _area(filename: str) -> str:
-    if "mongomock" in filename:
-        return "mongomock"
+    if "/mongocore/sim/engine/" in filename:
+        return "engine"
     if "/mongocore/sim/" in filename:
         return "sim"
     if "/mongocore/" in filename:
@@ -129,20 +129,6 @@ def _areas(stats: pstats.Stats) -> dict[str, float]:
             area = "copy.deepcopy"
         totals[area] += tottime
     return dict(totals)
-
-
-def _inside_mongomock(stats: pstats.Stats) -> float:
-    """Seconds spent inside mongomock, callees included, counted where the simulator
-    calls into it (the edges from a sim module to a mongomock function)."""
-    inside = 0.0
-    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
-    for (filename, _, _), (_, _, _, _, callers) in raw.items():
-        if "mongomock" not in filename:
-            continue
-        for caller, edge in callers.items():
-            if "/mongocore/sim/" in caller[0] and "mongomock_fixes" not in caller[0]:
-                inside += edge[3]
-    return inside
 
 
 def main() -> None:
@@ -191,9 +177,6 @@ def main() -> None:
                 total = sum(areas.values()) or 1.0
                 parts = sorted(areas.items(), key=lambda kv: -kv[1])
                 line += "   " + ", ".join(f"{a} {100 * t / total:.0f}%" for a, t in parts)
-                line += (
-                    f"; inside mongomock (inclusive) {100 * _inside_mongomock(stats) / total:.0f}%"
-                )
                 print(line)
                 stats.sort_stats("tottime").print_stats(args.top)
             else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.api.client import Client
 from mongocore.api.operations import DeleteOne, InsertOne, UpdateOne

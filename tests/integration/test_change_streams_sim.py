@@ -14,7 +14,7 @@ from typing import Any, Optional
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from tests.integration.chaos import (
     FAULT_KINDS,

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from mongocore.api.client import Client
 from mongocore.cli import view as cli_view

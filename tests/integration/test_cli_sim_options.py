@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 import pymongo
 from pymongo import monitoring

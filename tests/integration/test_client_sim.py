@@ -18,7 +18,7 @@ from typing import Any, Callable, Optional
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from bson import Binary, Int64
 

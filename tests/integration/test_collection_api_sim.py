@@ -13,7 +13,7 @@ from typing import Any, Optional, cast
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 import pymongo
 

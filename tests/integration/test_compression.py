@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from mongocore.api.client import Client
 from mongocore.core import compression

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.errors import OperationFailure
 from mongocore.sim import Standalone

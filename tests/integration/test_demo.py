@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the demo runs on the simulated deployment (sim extra)")
+pytest.importorskip("pyuca", reason="the demo runs on the simulated deployment (sim extra)")
 
 from mongocore.cli.demo import live_demo
 

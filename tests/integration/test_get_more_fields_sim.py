@@ -15,7 +15,7 @@ import pytest
 from bson import Int64
 from mockupdb import MockupDB
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.api.client import Client
 from mongocore.api.collection import Collection

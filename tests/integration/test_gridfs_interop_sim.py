@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 import gridfs as pygridfs  # noqa: E402
 from bson.int64 import Int64  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson.code import Code  # noqa: E402
 from bson.codec_options import CodecOptions  # noqa: E402

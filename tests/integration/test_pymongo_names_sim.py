@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore import (
     ASCENDING,

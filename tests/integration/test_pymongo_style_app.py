@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.sim import ReplicaSet
 from tests.integration import pymongo_style_app as app

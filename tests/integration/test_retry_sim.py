@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from bson import Int64
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.api.operations import DeleteMany, InsertOne, UpdateMany, UpdateOne
 from mongocore.core.address import Address

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.api.client import Client
 from mongocore.api.operations import DeleteOne, InsertOne, UpdateOne

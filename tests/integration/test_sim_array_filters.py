@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.collection import Collection

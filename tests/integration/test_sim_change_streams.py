@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson import Timestamp
 from pymongo import MongoClient, monitoring

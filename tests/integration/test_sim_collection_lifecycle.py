@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, ReadPreference

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 import pymongo
 from pymongo.errors import OperationFailure

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 import bson
 from pymongo import MongoClient, ReadPreference

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 pytest.importorskip("pyuca")
 
 from bson import Code, Decimal128, Timestamp
@@ -306,8 +306,8 @@ def test_empty_timestamps_are_filled_only_in_top_level_fields_of_an_insert(
 ) -> None:
     """A server fills an empty timestamp in a top-level field of an inserted document,
     never in ``_id``, in a nested document, or in a query. The broken variant this
-    catches is mongomock's own rule: every empty timestamp replaced, the ``_id`` and
-    the filters included (so that ``find({"_id": Timestamp(0, 0)})`` found nothing)."""
+    catches replaces every empty timestamp, the ``_id`` and the filters included (so
+    that ``find({"_id": Timestamp(0, 0)})`` found nothing)."""
     empty = Timestamp(0, 0)
     db.ts.insert_one({"_id": empty, "top": empty, "nested": {"t": empty}, "list": [empty]})
     stored = db.ts.find_one({"_id": empty})

@@ -13,7 +13,7 @@ from mongocore.sim import MemberConfig, ReplicaSet, Security, Standalone
 from tests.unit.sim_wire import RawClient
 
 trustme = pytest.importorskip("trustme", reason="TLS tests make certificates with trustme")
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, ReadPreference, monitoring  # noqa: E402
 from pymongo.errors import OperationFailure  # noqa: E402

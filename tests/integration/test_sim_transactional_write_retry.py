@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.errors import NetworkError
 from mongocore.sim import ReplicaSet

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson import Binary, Int64  # noqa: E402
 from pymongo import MongoClient, ReadPreference, monitoring  # noqa: E402

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, ReturnDocument
 from pymongo.collection import Collection
@@ -115,8 +115,9 @@ def test_changing_the_id_is_refused(coll: Collection[Any]) -> None:
         ([{"$replaceWith": 5}], 40228),
         ([{"$set": {"a": {"$setField": {"field": "$x", "input": "$$ROOT", "value": 1}}}}], 4161108),
         ([{"$set": {"a": {"$setField": {"field": "f", "input": 5, "value": 1}}}}], 4161105),
-        ([{"$set": {"a": {"$setField": {"field": "f", "value": 1}}}}], 4161103),
-        ([{"$set": {"a": {"$getField": {"field": 1, "input": "$$ROOT"}}}}], 3041704),
+        ([{"$set": {"a": {"$setField": {"field": "f", "value": 1}}}}], 4161109),
+        ([{"$set": {"a": {"$setField": {"field": "f", "input": "$$ROOT"}}}}], 4161103),
+        ([{"$set": {"a": {"$getField": {"field": 1, "input": "$$ROOT"}}}}], 5654602),
     ],
 )
 def test_errors(coll: Collection[Any], pipeline: list[Any], code: int) -> None:

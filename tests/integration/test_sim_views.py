@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, ReadPreference
 from pymongo.database import Database

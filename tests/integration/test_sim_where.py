@@ -13,7 +13,7 @@ from typing import Any, Callable
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 pytest.importorskip("dukpy")
 
 from bson import Code  # noqa: E402

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from bson import Timestamp
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.api.client import Client
 from mongocore.errors import ConfigurationError, InvalidOperation

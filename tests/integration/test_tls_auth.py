@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import pytest
 
 trustme = pytest.importorskip("trustme", reason="TLS tests make certificates with trustme")
-pytest.importorskip("mongomock", reason="the simulator needs the sim extra (mongomock)")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from cryptography import x509  # noqa: E402  (trustme depends on cryptography)
 from cryptography.hazmat.primitives import serialization  # noqa: E402

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient  # noqa: E402
 

@@ -25,7 +25,7 @@ from typing import Any, Optional, Union
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from pymongo import MongoClient, monitoring
 from pymongo.change_stream import ChangeStream

@@ -27,7 +27,7 @@ from typing import Any, Optional, Union
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson import Binary, Int64
 

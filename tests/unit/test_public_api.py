@@ -311,7 +311,7 @@ NOT_FOR_A_PLAIN_CLIENT = (
     "mongocore.sim",  # the simulator
     "mongocore.cli",  # the command line, and rich, its optional view
     "rich",
-    "mongomock",
+    "pyuca",
     "dns",  # SRV lookups (dnspython)
     "mongocore.io.srv",
     "mongocore.io.srv_polling",

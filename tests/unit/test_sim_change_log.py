@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson import Int64, Timestamp
 from hypothesis import given

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from mongocore.sim import ReplicaSet, Security, User
 from mongocore.sim.operations import OpCounters

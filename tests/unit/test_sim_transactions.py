@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 from bson import Binary, Int64, ObjectId
 

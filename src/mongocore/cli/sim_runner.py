@@ -44,7 +44,7 @@ DEPLOYMENT_KINDS = ("replset", "sharded", "standalone", "load-balanced")
 
 
 def _sim() -> Any:
-    # The sim extra (mongomock) is imported only when a deployment is asked for.
+    # The sim extra (pyuca, dukpy) is imported only when a deployment is asked for.
     return importlib.import_module("mongocore.sim")
 
 

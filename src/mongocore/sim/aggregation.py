@@ -1,168 +1,176 @@
-"""Aggregation over the engine's documents, through mongomock's pipeline (until the
-engine has its own stages and expressions).
+"""Aggregation in the command layer: the engine's pipeline (sim/engine/stages/) over the
+store's documents, with the interfaces the engine asks of the command layer.
 
-This is the only path on which the simulator still runs mongomock, and mongomock is
-only a helper here: it evaluates a pipeline over a plain list of documents the engine
-gave (:func:`run`), with the stages and expressions sim/pipeline_extensions.py adds
-and the corrections of sim/mongomock_fixes.py. A ``$lookup``, ``$graphLookup`` or
-``$unionWith`` reads other collections: those the pipeline names are copied into a
-throwaway mongomock client first (:func:`database_for`). ``$expr`` in a query is
-evaluated by :class:`PipelineExpressions`, the engine's ExpressionLanguage on the same
-helper.
+- :class:`StoreResolver` is the engine's CollectionResolver: the documents of another
+  collection as the command's reader sees them (``$lookup``, ``$graphLookup``,
+  ``$unionWith``), a view's through its pipeline;
+- :class:`StoreWriter` is the engine's Writer: ``$out`` and ``$merge`` write through
+  the store (sim/store.py), so each write is logged, replicated, seen by change
+  streams and checked against the target's validator (unless the command bypasses it)
+  and unique indexes;
+- :func:`run` parses a pipeline whole, with the server's parse-time errors, and runs it
+  over the documents it is given; :func:`evaluate` is one expression's value for one
+  document; :data:`EXPRESSIONS` is the ExpressionLanguage of ``$expr`` in queries.
 
-Under a collation the documents and the pipeline are wrapped
-(:mod:`mongocore.sim.collation`), so that mongomock's comparisons, grouping and
-sorting compare collated strings; the results are unwrapped.
+What the engine does not evaluate it refuses with the server's error for an unsupported
+request (NotImplemented, 238), never with a wrong answer.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
-import mongomock
-import mongomock.aggregate
-
-from mongocore.sim import mongomock_fixes, pipeline_extensions  # noqa: F401  (patch mongomock)
-from mongocore.sim.codes import CommandError
-from mongocore.sim.collation import Collation, unwrap, wrap, wrap_query
-from mongocore.sim.store_errors import translate_store_errors
+from mongocore.sim.collation import Collation
+from mongocore.sim.engine.context import MatchContext
+from mongocore.sim.engine.expressions import (
+    AggregationExpressions,
+    ExpressionContext,
+    Scope,
+    compile_expression,
+)
+from mongocore.sim.engine.stages import Pipeline, PipelineContext, parse_pipeline
+from mongocore.sim.engine.values import MISSING
 
 if TYPE_CHECKING:
-    from mongocore.sim.store import DataView
+    from mongocore.sim.store import DataStore, DataView
 
 __all__ = [
+    "EXPRESSIONS",
     "MISSING",
-    "PipelineExpressions",
-    "database_for",
+    "StoreResolver",
+    "StoreWriter",
     "evaluate",
-    "pipeline_sources",
+    "parse",
     "run",
-    "scratch_client",
 ]
 
 Document = dict[str, Any]
-#: mongomock's marker for a missing field (an expression that evaluated to nothing).
-MISSING: Any = mongomock_fixes.MISSING
-_Parser: Any = mongomock.aggregate._Parser
-_parse_expression: Callable[..., Any] = mongomock.aggregate._parse_expression
-_FOREIGN_STAGES = ("$lookup", "$graphLookup", "$unionWith")
+
+#: ``$expr`` and the expressions of queries.
+EXPRESSIONS = AggregationExpressions()
+_MAX_VIEW_DEPTH = 20
 
 
-def pipeline_sources(
-    db: str, value: Any, out: Optional[list[tuple[str, str]]] = None
-) -> list[tuple[str, str]]:
+class StoreResolver:
     """The collections a pipeline's ``$lookup``, ``$graphLookup`` and ``$unionWith``
-    stages read (nested pipelines included)."""
-    found: list[tuple[str, str]] = [] if out is None else out
-    if isinstance(value, Mapping):
-        for key, inner in value.items():
-            if key in _FOREIGN_STAGES:
-                source = (
-                    inner.get("from", inner.get("coll")) if isinstance(inner, Mapping) else inner
-                )
-                if isinstance(source, str):
-                    found.append((db, source))
-                elif isinstance(source, Mapping) and isinstance(source.get("coll"), str):
-                    found.append((str(source.get("db", db)), source["coll"]))
-            pipeline_sources(db, inner, found)
-    elif isinstance(value, list):
-        for item in value:
-            pipeline_sources(db, item, found)
-    return found
+    read, as of the command's reader (None: a pipeline over made-up documents, which
+    sees no collection)."""
+
+    def __init__(self, view: Optional[DataView]) -> None:
+        self.view = view
+
+    def documents(self, db: str, coll: str) -> Iterable[Document]:
+        view = self.view
+        if view is None:
+            return []
+        pipeline: list[Any] = []
+        source = coll
+        for _ in range(_MAX_VIEW_DEPTH):
+            definition = view.store.options(db, source).extra
+            if "viewOn" not in definition:
+                break
+            pipeline = [*definition.get("pipeline", []), *pipeline]
+            source = str(definition["viewOn"])
+        docs = view.documents(db, source)
+        if not pipeline:
+            return docs
+        return run(docs, pipeline, view=view, db=db, coll=source, within="view")
 
 
-def scratch_client(collections: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> Any:
-    """A throwaway mongomock client holding these collections' documents, in order."""
-    client: Any = mongomock.MongoClient()
-    for (db, coll), docs in collections.items():
-        if docs:
-            client[db][coll].insert_many([dict(doc) for doc in docs])
-        else:
-            client[db].create_collection(coll)
-    return client
+class StoreWriter:
+    """The writes of ``$out`` and ``$merge``, through the store."""
+
+    def __init__(self, store: DataStore, *, bypass_validation: bool = False) -> None:
+        self.store = store
+        self.bypass = bypass_validation
+
+    def unique_key_fields(self, db: str, coll: str) -> list[tuple[str, ...]]:
+        return [
+            tuple(str(key) for key in info.get("key", {}))
+            for info in self.store.indexes(db, coll)
+            if info.get("unique") and not info.get("partialFilterExpression")
+        ]
+
+    def find_one(
+        self, db: str, coll: str, query: Mapping[str, Any], collation: Optional[Collation]
+    ) -> Optional[Document]:
+        context = MatchContext(collation=collation, expressions=EXPRESSIONS)
+        found = self.store.latest.find(db, coll, dict(query), limit=1, context=context)
+        return found[0] if found else None
+
+    def insert(self, db: str, coll: str, doc: Document) -> None:
+        self.store.insert(db, coll, doc, bypass_validation=self.bypass)
+
+    def replace(self, db: str, coll: str, old: Document, new: Document) -> None:
+        # A replacement of the one document with old's _id (new keeps it: the engine
+        # refuses a $merge that changes it, 66).
+        self.store.update(
+            db, coll, {"_id": {"$eq": old["_id"]}}, new, bypass_validation=self.bypass
+        )
+
+    def replace_collection(self, db: str, coll: str, docs: list[Document]) -> None:
+        options = self.store.options(db, coll)
+        for doc in docs:
+            options.check_document(doc, bypass=self.bypass)
+        self.store.replace_collection(db, coll, docs)
 
 
-def database_for(view: Optional[DataView], db: str, pipeline: Any) -> Any:
-    """The mongomock database a pipeline's foreign stages read: the collections it names
-    copied from ``view`` (None when it names none)."""
-    sources = dict.fromkeys(pipeline_sources(db, pipeline))
-    if not sources:
-        return None
-    if view is None:
-        return mongomock.MongoClient()[db]
-    client = scratch_client({ns: view.documents(*ns) for ns in sources if view.exists(*ns)})
-    return client[db]
-
-
-def run(
-    docs: Sequence[Mapping[str, Any]],
+def parse(
     pipeline: Sequence[Any],
     *,
     view: Optional[DataView] = None,
-    db: str = "",
+    store: Optional[DataStore] = None,
+    db: str = "test",
+    coll: Optional[str] = None,
     collation: Optional[Collation] = None,
+    variables: Optional[Mapping[str, Any]] = None,
+    within: str = "",
+    bypass_validation: bool = False,
+    allow_disk_use: Optional[bool] = None,
+) -> Pipeline:
+    """``pipeline`` parsed whole in a command's context: its documents come from ``view``
+    (other collections through a :class:`StoreResolver`), its ``$out`` and ``$merge``
+    write into ``store`` (without one they are refused)."""
+    context = PipelineContext(
+        db=db,
+        coll=coll,
+        collation=collation,
+        variables=dict(variables or {}),
+        allow_disk_use=allow_disk_use,
+        resolver=StoreResolver(view),
+        writer=None if store is None else StoreWriter(store, bypass_validation=bypass_validation),
+        within=within,
+    )
+    return parse_pipeline(list(pipeline), context)
+
+
+def run(
+    docs: Iterable[Mapping[str, Any]],
+    pipeline: Sequence[Any],
+    *,
+    view: Optional[DataView] = None,
+    db: str = "test",
+    coll: Optional[str] = None,
+    collation: Optional[Collation] = None,
+    variables: Optional[Mapping[str, Any]] = None,
+    within: str = "",
 ) -> list[Document]:
-    """The output of ``pipeline`` (no ``$out``/``$merge``) over ``docs`` (not changed)."""
-    stages = list(pipeline)
-    source = [copy.deepcopy(dict(doc)) for doc in docs]
-    if collation is not None:
-        if pipeline_sources(db, stages):
-            raise CommandError(
-                238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
-            )
-        source = [wrap(doc, collation) for doc in source]
-        stages = wrap_query(stages, collation)
-    database = database_for(view, db, stages)
-    try:
-        results = list(mongomock.aggregate.process_pipeline(source, database, stages, None))  # type: ignore[no-untyped-call]
-    except CommandError:
-        raise
-    except Exception as exc:
-        raise translate_store_errors(exc, db) from exc
-    return [unwrap(doc) for doc in results] if collation is not None else results
+    """The output of ``pipeline`` (which may not write) over ``docs`` (not changed)."""
+    parsed = parse(
+        pipeline,
+        view=view,
+        db=db,
+        coll=coll,
+        collation=collation,
+        variables=variables,
+        within=within,
+    )
+    return list(parsed.run(dict(doc) for doc in docs))
 
 
 def evaluate(expression: Any, doc: Mapping[str, Any]) -> Any:
     """An aggregation expression's value for ``doc`` (MISSING for a missing field)."""
-    try:
-        return _Parser(doc, ignore_missing_keys=True).parse(expression)
-    except KeyError:
-        return MISSING
-
-
-class PipelineExpressions:
-    """The engine's ExpressionLanguage for ``$expr`` (``let`` variables are substituted
-    into the query before it is compiled: sim/variables.py)."""
-
-    def compile(
-        self, expression: Any, variables: Mapping[str, Any], collation: Optional[Collation]
-    ) -> Callable[[Document], Any]:
-        wrapped = wrap_query(expression, collation) if collation is not None else expression
-        # A server parses the expression first; mongomock checks it as it evaluates, so
-        # it evaluates once against an empty document (a missing field is no error).
-        with contextlib.suppress(KeyError):
-            _check(wrapped, {})
-
-        def evaluate_on(doc: Document) -> Any:
-            target = wrap(doc, collation) if collation is not None else doc
-            try:
-                return _check(wrapped, target)
-            except KeyError:
-                return None  # a missing field: false, as mongomock's own $expr has it
-
-        return evaluate_on
-
-
-def _check(expression: Any, doc: Mapping[str, Any]) -> Any:
-    try:
-        value = _parse_expression(expression, doc, ignore_missing_keys=True)
-    except CommandError:
-        raise
-    except KeyError:
-        raise
-    except Exception as exc:
-        raise translate_store_errors(exc, "$expr") from exc
-    return value
+    context = ExpressionContext(None)
+    node = compile_expression(expression, context, Scope(context)).node
+    return node(context.frame(dict(doc)))

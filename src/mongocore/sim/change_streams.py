@@ -339,14 +339,14 @@ def _enum(spec: Mapping[str, Any], name: str, allowed: Sequence[str]) -> str:
 
 
 def _stages(stages: Sequence[Any]) -> list[Mapping[str, Any]]:
-    """The pipeline after $changeStream, checked and rewritten for the document store."""
+    """The pipeline after $changeStream, checked as a server checks it."""
     out: list[Mapping[str, Any]] = []
     for stage in stages:
         if not isinstance(stage, Mapping) or len(stage) != 1:
             raise CommandError(
                 40323, "A pipeline stage specification object must contain exactly one field."
             )
-        ((name, value),) = stage.items()
+        name = str(next(iter(stage)))
         if name == "$changeStream":
             raise CommandError(
                 40602, "$changeStream is only valid as the first stage in a pipeline."
@@ -357,37 +357,8 @@ def _stages(stages: Sequence[Any]) -> list[Mapping[str, Any]]:
             raise CommandError(40324, f"Unrecognized pipeline stage name: '{name}'")
         if name == "$changeStreamSplitLargeEvent":
             continue  # simulated events never exceed the BSON limit
-        if name == "$redact":
-            raise CommandError(238, "$redact is not supported by the simulator")
-        out.append(_rewrite(name, value))
+        out.append(stage)
     return out
-
-
-def _rewrite(name: str, value: Any) -> Mapping[str, Any]:
-    """Stages the document store lacks or reads differently, in forms it runs."""
-    if name == "$unset":
-        fields = [value] if isinstance(value, str) else list(value or [])
-        return {"$project": {str(field): 0 for field in fields}}
-    if name == "$replaceWith":
-        return {"$replaceRoot": {"newRoot": value}}
-    if name == "$project" and isinstance(value, Mapping):
-        # {"a.b": <expression>} computes a.b; the store reads it as a field named "a.b".
-        nested: Document = {}
-        for path, spec in value.items():
-            parts = str(path).split(".")
-            if len(parts) == 1 or isinstance(spec, (bool, int, float)):
-                nested[str(path)] = spec  # an inclusion or exclusion the store reads right
-                continue
-            node = nested
-            for part in parts[:-1]:
-                child = node.setdefault(part, {})
-                if not isinstance(child, dict):
-                    break
-                node = child
-            else:
-                node[parts[-1]] = spec
-        return {"$project": nested}
-    return {name: value}
 
 
 def _start(

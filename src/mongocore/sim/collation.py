@@ -12,10 +12,8 @@ secondary ordering). Options that change ICU's algorithm in ways not reproduced 
 locales with their own tailoring are refused with NotImplemented (238) rather than
 answered with a binary comparison.
 
-Comparison works by wrapping: :func:`wrap` turns every string value of a document or
-a query into a :class:`CollatedStr`, a ``str`` whose equality, ordering and hash are
-those of its collation key, so mongomock's matching, sorting and grouping compare
-collated. :func:`unwrap` gives the plain values back.
+A :class:`Collation` gives each string its collation key; the engine compares,
+sorts, groups and indexes strings by those keys.
 """
 
 from __future__ import annotations
@@ -31,14 +29,7 @@ from pyuca.collator import Collator_8_0_0
 
 from mongocore.sim.codes import CommandError
 
-__all__ = [
-    "CollatedStr",
-    "Collation",
-    "parse_collation",
-    "unwrap",
-    "wrap",
-    "wrap_query",
-]
+__all__ = ["Collation", "parse_collation"]
 
 #: ICU's version in a 7.0 server's collation specs.
 ICU_VERSION = "57.1"
@@ -188,102 +179,3 @@ def parse_collation(value: Any) -> Optional[Collation]:
         normalization=bool(value.get("normalization", False)),
         max_variable=str(max_variable),
     )
-
-
-class CollatedStr(str):
-    """A string that compares (and hashes) by its collation key."""
-
-    collation: Collation
-    collation_key: tuple[int, ...]
-
-    def __new__(cls, text: str, collation: Collation) -> CollatedStr:
-        obj = super().__new__(cls, text)
-        obj.collation = collation
-        obj.collation_key = collation.key(text)
-        return obj
-
-    def _other_key(self, other: object) -> Optional[tuple[int, ...]]:
-        if isinstance(other, CollatedStr):
-            return other.collation_key
-        if isinstance(other, str):
-            return self.collation.key(other)
-        return None
-
-    def __eq__(self, other: object) -> bool:
-        key = self._other_key(other)
-        return key is not None and self.collation_key == key
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-    def __hash__(self) -> int:
-        return hash(self.collation_key)
-
-    def __lt__(self, other: object) -> bool:
-        key = self._other_key(other)
-        if key is None:
-            return NotImplemented
-        return self.collation_key < key
-
-    def __le__(self, other: object) -> bool:
-        key = self._other_key(other)
-        if key is None:
-            return NotImplemented
-        return self.collation_key <= key
-
-    def __gt__(self, other: object) -> bool:
-        key = self._other_key(other)
-        if key is None:
-            return NotImplemented
-        return self.collation_key > key
-
-    def __ge__(self, other: object) -> bool:
-        key = self._other_key(other)
-        if key is None:
-            return NotImplemented
-        return self.collation_key >= key
-
-    def __deepcopy__(self, memo: Any) -> CollatedStr:
-        return self  # immutable, like str
-
-    def __copy__(self) -> CollatedStr:
-        return self
-
-
-def wrap(value: Any, collation: Collation) -> Any:
-    """``value`` with every string value (not field names) compared under ``collation``."""
-    if isinstance(value, str):
-        return CollatedStr(value, collation)
-    if isinstance(value, Mapping):
-        return {key: wrap(item, collation) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [wrap(item, collation) for item in value]
-    return value
-
-
-# Query operators whose arguments are names or patterns, never compared strings.
-_LITERAL_OPERATORS = frozenset({"$type", "$regex", "$options", "$where", "$comment", "$text"})
-
-
-def wrap_query(query: Any, collation: Collation) -> Any:
-    """A query filter whose compared strings use ``collation``; ``$type`` names and
-    ``$regex`` patterns stay plain (a regular expression ignores the collation)."""
-    if isinstance(query, Mapping):
-        return {
-            key: item if key in _LITERAL_OPERATORS else wrap_query(item, collation)
-            for key, item in query.items()
-        }
-    if isinstance(query, (list, tuple)):
-        return [wrap_query(item, collation) for item in query]
-    return wrap(query, collation)
-
-
-def unwrap(value: Any) -> Any:
-    """The plain values of a wrapped document."""
-    if isinstance(value, CollatedStr):
-        return str.__str__(value)
-    if isinstance(value, Mapping):
-        return {key: unwrap(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [unwrap(item) for item in value]
-    return value

@@ -7,26 +7,29 @@ with ``index``/``code``/``errmsg`` and the error's own fields, ``cursor`` with
 collection's default, :mod:`mongocore.sim.collation`), its ``let`` variables
 (:mod:`mongocore.sim.variables`) and ``bypassDocumentValidation``
 (:mod:`mongocore.sim.catalog`), or refuses what the simulator cannot honour. An
-aggregation ending in ``$merge`` writes through :mod:`mongocore.sim.merge_stage`.
+aggregation runs on the engine's pipeline (:mod:`mongocore.sim.aggregation`); its
+``$out`` and ``$merge`` write through the store.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
 
-from mongocore.sim import aggregation, change_streams, merge_stage
+from mongocore.sim import aggregation, change_streams
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
 from mongocore.sim.engine import crud
 from mongocore.sim.engine.paths import candidates, split
+from mongocore.sim.engine.stages import Pipeline
 from mongocore.sim.engine.store import Collection
 from mongocore.sim.engine.values import MISSING, key
 from mongocore.sim.query import batch_size, match_context
-from mongocore.sim.store import DataView, translate_store_errors
+from mongocore.sim.store import DataStore, DataView, translate_store_errors
 from mongocore.sim.variables import parse_let
 from mongocore.sim.write_statements import (
     delete_limit,
@@ -51,9 +54,7 @@ __all__ = [
     "cmd_insert",
     "cmd_update",
     "distinct_values",
-    "out_target",
     "run_aggregate",
-    "write_out",
 ]
 
 Reply = dict[str, Any]
@@ -329,8 +330,6 @@ def cmd_find(ctx: CommandContext) -> Reply:
 
 
 _WRITE_STAGES = ("$out", "$merge")
-# Stages that read another collection: under a collation the pipeline runs on a copy.
-_FOREIGN_STAGES = ("$lookup", "$graphLookup", "$unionWith")
 
 
 def aggregate_writes(cmd: Mapping[str, Any]) -> bool:
@@ -342,13 +341,6 @@ def aggregate_writes(cmd: Mapping[str, Any]) -> bool:
         and isinstance(pipeline[-1], Mapping)
         and any(stage in pipeline[-1] for stage in _WRITE_STAGES)
     )
-
-
-def out_target(ctx: CommandContext, stage: Mapping[str, Any]) -> tuple[str, str]:
-    out = stage["$out"]
-    if isinstance(out, Mapping):
-        return str(out.get("db", ctx.db)), str(out["coll"])
-    return ctx.db, str(out)
 
 
 def cmd_aggregate(ctx: CommandContext) -> Reply:
@@ -370,13 +362,6 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     coll = ctx.collection_name()
     check_hint(ctx, coll, cmd.get("hint"))
     variables = parse_let(cmd, "aggregate")
-    merge = merge_stage.plan(ctx.db, cmd["pipeline"], variables)
-    stages = list(cmd["pipeline"])
-    if merge is None:
-        pipeline = variables.in_pipeline(stages)
-    else:
-        # A $merge stage binds its own variables ($$new, its let) per document.
-        pipeline = [*variables.in_pipeline(stages[:-1]), stages[-1]]
     writes = aggregate_writes(cmd)
     read_concern = cmd.get("readConcern")
     if writes and isinstance(read_concern, Mapping) and read_concern.get("level") == "linearizable":
@@ -384,23 +369,19 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
             72, "readConcern level 'linearizable' is not supported with an $out or $merge stage"
         )
     collation = _collation(ctx, coll, cmd.get("collation"))
-    if collation is not None and any(
-        isinstance(stage, Mapping) and any(name in stage for name in _FOREIGN_STAGES)
-        for stage in pipeline
-    ):
-        raise CommandError(
-            238, "$lookup, $graphLookup and $unionWith with a collation are not supported"
-        )
     source = ctx.store.latest if writes else ctx.reader
     try:
-        docs = run_aggregate(source, ctx.db, coll, pipeline[:-1] if writes else pipeline, collation)
-        if merge is not None:
-            merge.write(ctx.store, docs, collation=collation, bypass_validation=_bypass(ctx))
-            docs = []
-        elif writes:
-            out_db, out_coll = out_target(ctx, pipeline[-1])
-            write_out(ctx, out_db, out_coll, docs)
-            docs = []
+        docs = run_aggregate(
+            source,
+            ctx.db,
+            coll,
+            list(cmd["pipeline"]),
+            collation,
+            variables=variables.values,
+            store=ctx.store if writes else None,
+            bypass_validation=_bypass(ctx),
+            allow_disk_use=_allow_disk_use(cmd),
+        )
     except CommandError:
         raise
     except Exception as exc:
@@ -410,27 +391,48 @@ def cmd_aggregate(ctx: CommandContext) -> Reply:
     return {"cursor": batch, "ok": 1.0}
 
 
+def _allow_disk_use(cmd: Mapping[str, Any]) -> Optional[bool]:
+    value = cmd.get("allowDiskUse")
+    return None if value is None else bool(value)
+
+
 def run_aggregate(
-    view: DataView, db: str, coll: str, pipeline: list[Any], collation: Optional[Collation]
+    view: DataView,
+    db: str,
+    coll: str,
+    pipeline: list[Any],
+    collation: Optional[Collation],
+    *,
+    variables: Optional[Mapping[str, Any]] = None,
+    store: Optional[DataStore] = None,
+    bypass_validation: bool = False,
+    allow_disk_use: Optional[bool] = None,
 ) -> list[dict[str, Any]]:
-    """A pipeline (without a final $out or $merge) over a collection's documents. A
-    leading ``$match`` is the engine's query (the index lookups and its errors)."""
-    stages = list(pipeline)
-    if stages and isinstance(stages[0], Mapping) and list(stages[0]) == ["$match"]:
-        docs = view.find(db, coll, stages[0]["$match"], context=match_context(collation))
+    """A pipeline over a collection's documents as ``view`` holds them, parsed whole
+    first; its ``$out`` or ``$merge`` writes into ``store``. A leading ``$match`` is the
+    engine's query (its index lookups)."""
+    parsed = aggregation.parse(
+        pipeline,
+        view=view,
+        store=store,
+        db=db,
+        coll=coll,
+        collation=collation,
+        variables=variables,
+        bypass_validation=bypass_validation,
+        allow_disk_use=allow_disk_use,
+    )
+    stages = parsed.stages
+    first = pipeline[0] if pipeline else None
+    if stages and stages[0].name == "$match" and isinstance(first, Mapping):
+        context = match_context(collation)
+        if variables:
+            context = dataclasses.replace(context, variables=dict(variables))
+        docs = view.find(db, coll, first["$match"], context=context)
         stages = stages[1:]
     else:
         docs = view.documents(db, coll)
-    return aggregation.run(docs, stages, view=view, db=db, collation=collation)
-
-
-def write_out(ctx: CommandContext, db: str, coll: str, docs: list[dict[str, Any]]) -> None:
-    """$out: replace the target's documents (checked against its validator unless
-    bypassDocumentValidation), keeping its indexes and options."""
-    options = ctx.store.options(db, coll)
-    for doc in docs:
-        options.check_document(doc, bypass=_bypass(ctx))
-    ctx.store.replace_collection(db, coll, docs)
+    return list(Pipeline(stages, parsed.context).run(dict(doc) for doc in docs))
 
 
 def cmd_count(ctx: CommandContext) -> Reply:

@@ -4,9 +4,9 @@ A pipeline run against a database rather than a collection starts with a stage t
 makes its own documents: ``$documents`` (the documents it lists, its expressions
 evaluated), ``$listLocalSessions`` (the process's session cache,
 :mod:`mongocore.sim.local_sessions`), ``$currentOp`` (admin only, sim/operations.py)
-and ``$changeStream`` (sim/change_streams.py). The later stages run on those documents
-through sim/aggregation.py, and the pipeline may end in ``$out`` or ``$merge``
-(sim/merge_stage.py), which write through the store like a collection's aggregation.
+and ``$changeStream`` (sim/change_streams.py). The engine runs ``$documents`` and the later
+stages (sim/aggregation.py), and the pipeline may end in ``$out`` or ``$merge``, which
+write through the store like a collection's aggregation.
 Any other first stage fails with InvalidNamespace (73) "a collection is required",
 and a collection's aggregation starting with one of these stages with 73 "can only be
 run with {aggregate: 1}", as on a 7.0 server. The cursor's namespace is
@@ -18,11 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from mongocore.sim import aggregation, merge_stage
+from mongocore.sim import aggregation
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import parse_collation
 from mongocore.sim.commands import CommandContext, Reply
-from mongocore.sim.crud_commands import out_target, write_out
+from mongocore.sim.crud_commands import aggregate_writes
 from mongocore.sim.local_sessions import list_local_sessions
 from mongocore.sim.scratch import open_cursor
 from mongocore.sim.store import translate_store_errors
@@ -71,45 +71,29 @@ def cmd_aggregate_database(ctx: CommandContext) -> Reply:
         if name in COLLECTIONLESS_STAGES:
             raise CommandError(40602, f"{name} is only valid as the first stage in a pipeline.")
     variables = parse_let(cmd, "aggregate")
-    merge = merge_stage.plan(ctx.db, pipeline, variables)
-    last = pipeline[-1] if len(pipeline) > 1 and isinstance(pipeline[-1], Mapping) else {}
-    out = "$out" in last
-    rest = pipeline[1:-1] if merge is not None or out else pipeline[1:]
     collation = parse_collation(cmd["collation"]) if cmd.get("collation") is not None else None
     namespace = f"{ctx.db}.$cmd.aggregate"
-    spec = pipeline[0][first]
-    docs = _documents(spec) if first == "$documents" else _sessions(ctx, spec)
+    writes = aggregate_writes(cmd)
     try:
-        docs = aggregation.run(
-            docs, variables.in_pipeline(list(rest)), view=ctx.reader, db=ctx.db, collation=collation
+        # $documents is the engine's own first stage; $listLocalSessions's documents
+        # come from the process's session cache and the engine runs the rest.
+        stages = pipeline if first == "$documents" else pipeline[1:]
+        parsed = aggregation.parse(
+            stages,
+            view=ctx.store.latest if writes else ctx.reader,
+            store=ctx.store if writes else None,
+            db=ctx.db,
+            collation=collation,
+            variables=variables.values,
+            bypass_validation=bool(cmd.get("bypassDocumentValidation", False)),
         )
-        if merge is not None:
-            merge.write(
-                ctx.store,
-                docs,
-                collation=collation,
-                bypass_validation=bool(cmd.get("bypassDocumentValidation", False)),
-            )
-            docs = []
-        elif out:
-            out_db, out_coll = out_target(ctx, last)
-            write_out(ctx, out_db, out_coll, docs)
-            docs = []
+        source = [] if first == "$documents" else _sessions(ctx, pipeline[0][first])
+        docs = list(parsed.run(source))
     except CommandError:
         raise
     except Exception as exc:
         raise translate_store_errors(exc, namespace) from exc
     return open_cursor(ctx, namespace, docs)
-
-
-def _documents(spec: Any) -> list[dict[str, Any]]:
-    """``$documents``: an expression (a literal array, usually) evaluating to documents."""
-    value = aggregation.evaluate(spec, {})
-    if not isinstance(value, list) or not all(isinstance(doc, dict) for doc in value):
-        raise CommandError(
-            5858203, "error during $documents: the expression must evaluate to an array of objects"
-        )
-    return [dict(doc) for doc in value]
 
 
 def _sessions(ctx: CommandContext, spec: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from mongocore.sim.aggregation import PipelineExpressions
+from mongocore.sim.aggregation import EXPRESSIONS
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
 from mongocore.sim.engine.context import MatchContext
@@ -24,8 +24,6 @@ __all__ = [
     "update_for_engine",
 ]
 
-#: ``$expr`` and expressions in queries (sim/aggregation.py until the engine has them).
-EXPRESSIONS = PipelineExpressions()
 _DEFAULT = MatchContext(expressions=EXPRESSIONS)
 
 
@@ -41,10 +39,9 @@ def match_context(
 
 def update_for_engine(update: Any, variables: Optional[Variables]) -> Any:
     """The update an engine write applies: an operator update or replacement as given,
-    a pipeline (with its ``let`` variables substituted) computed by sim/update_pipeline.py."""
+    a pipeline (with the command's ``let`` variables) computed by sim/update_pipeline.py."""
     if isinstance(update, list):
-        pipeline = variables.in_pipeline(update) if variables else update
-        return PipelineUpdate(pipeline)
+        return PipelineUpdate(update, variables.values if variables else None)
     return update
 
 

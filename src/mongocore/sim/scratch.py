@@ -3,7 +3,7 @@
 ``$collStats``, ``$currentOp``, ``local.oplog.rs`` and ``config.shards`` are not stored
 collections: their documents are built when asked for. The rest of the request (a
 filter, a sort, the later stages of a pipeline) runs on them as on stored documents, in
-a throwaway store of the engine (or, for a pipeline, sim/aggregation.py), so the query
+a throwaway store of the engine (or, for a pipeline, the engine's stages), so the query
 language is the one the stored collections speak.
 """
 

@@ -5,11 +5,10 @@ The stages an update pipeline may hold are ``$addFields``/``$set``, ``$project``
 ``$unset``, ``$replaceRoot`` and ``$replaceWith`` (any other known stage fails with
 InvalidOptions, 72; an unknown one with 40324). The pipeline runs on the matched
 document alone (on an upsert, on the document built from the query's equality
-fields) through mongomock, with the stages and expressions it lacks added
-(:mod:`mongocore.sim.pipeline_extensions`). Its output then replaces the document as
-a server's does: an output without ``_id`` keeps the document's ``_id`` (first), an
-output whose ``_id`` differs fails with ImmutableField (66), and top-level
-``$``-prefixed field names are stored.
+fields) on the engine's stages, with the command's ``let`` variables. Its output then
+replaces the document as a server's does: an output without ``_id`` keeps the
+document's ``_id`` (first), an output whose ``_id`` differs fails with ImmutableField
+(66), and top-level ``$``-prefixed field names are stored.
 """
 
 from __future__ import annotations
@@ -17,68 +16,34 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-import mongomock.aggregate
-
 from mongocore.sim import aggregation
 from mongocore.sim.codes import CommandError
+from mongocore.sim.engine.stages import UPDATE_STAGES
+from mongocore.sim.engine.stages.pipeline import check_shape
 
-__all__ = ["ALLOWED_STAGES", "PipelineUpdate", "apply_pipeline", "check_pipeline"]
+__all__ = ["PipelineUpdate", "apply_pipeline", "check_pipeline"]
 
 Document = dict[str, Any]
 
-#: The stages a server allows in an update pipeline.
-ALLOWED_STAGES = frozenset(
-    {"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"}
-)
-
-# Stages a server knows besides those mongomock lists: refused in an update as
-# "not allowed", not as unknown.
-_OTHER_KNOWN_STAGES = frozenset(
-    {
-        "$changeStream",
-        "$changeStreamSplitLargeEvent",
-        "$densify",
-        "$documents",
-        "$fill",
-        "$listSearchIndexes",
-        "$search",
-        "$searchMeta",
-        "$setWindowFields",
-        "$shardedDataDistribution",
-        "$unionWith",
-        "$vectorSearch",
-    }
-)
-
-
-def _known(stage: str) -> bool:
-    handlers: Mapping[str, Any] = mongomock.aggregate._PIPELINE_HANDLERS
-    return stage in handlers or stage in _OTHER_KNOWN_STAGES
-
 
 def check_pipeline(pipeline: Sequence[Any]) -> None:
-    """Refuse an update pipeline as a server parses it, before any document is read."""
-    for stage in pipeline:
-        if not isinstance(stage, Mapping) or len(stage) != 1:
-            raise CommandError(
-                40323, "A pipeline stage specification object must contain exactly one field."
-            )
-        name = str(next(iter(stage)))
-        if name in ALLOWED_STAGES:
-            continue
-        if not _known(name):
-            raise CommandError(40324, f"Unrecognized pipeline stage name: '{name}'")
-        raise CommandError(72, f"{name} is not allowed to be used within an update")
+    """Refuse an update pipeline's stages as a server does before any document is read
+    (each stage's argument is parsed with the command's variables, when it runs)."""
+    for name in check_shape(pipeline):
+        if name not in UPDATE_STAGES:
+            raise CommandError(72, f"{name} is not allowed to be used within an update")
 
 
 def apply_pipeline(
-    pre: Optional[Mapping[str, Any]], seed: Mapping[str, Any], pipeline: Any
+    pre: Optional[Mapping[str, Any]],
+    seed: Mapping[str, Any],
+    pipeline: Any,
+    variables: Optional[Mapping[str, Any]] = None,
 ) -> Document:
     """The document an update ``pipeline`` makes of ``pre`` (or, for an upsert with ``pre``
     None, of ``seed``): the output replaces the document, keeping its ``_id``."""
-    check_pipeline(pipeline)
     source = dict(pre) if pre is not None else dict(seed)
-    results = aggregation.run([source], list(pipeline))
+    results = aggregation.run([source], list(pipeline), variables=variables, within="update")
     if len(results) != 1 or not isinstance(results[0], dict):
         raise CommandError(2, "the update pipeline did not produce one document")
     image: Document = results[0]
@@ -103,16 +68,19 @@ def _same_id(a: Any, b: Any) -> bool:
 class PipelineUpdate:
     """A pipeline update as the engine applies one (crud.CompiledUpdate)."""
 
-    def __init__(self, pipeline: Sequence[Any]) -> None:
+    def __init__(
+        self, pipeline: Sequence[Any], variables: Optional[Mapping[str, Any]] = None
+    ) -> None:
         check_pipeline(pipeline)
         self.pipeline = list(pipeline)
+        self.variables = dict(variables or {})
 
     def apply(
         self, doc: Document, *, position: Optional[int] = None, inserting: bool = False
     ) -> Document:
         if inserting:
-            return apply_pipeline(None, doc, self.pipeline)
-        return apply_pipeline(doc, doc, self.pipeline)
+            return apply_pipeline(None, doc, self.pipeline, self.variables)
+        return apply_pipeline(doc, doc, self.pipeline, self.variables)
 
 
 def id_first(doc: Mapping[str, Any]) -> Document:

@@ -298,7 +298,10 @@ def parse_merge(spec: Any, context: PipelineContext) -> Stage:
             on = _on(spec["on"])
         matched = spec.get("whenMatched", "merge")
         if isinstance(matched, list):
-            parse_pipeline(matched, context.derived(within="update", variables={"new": {}}))
+            # Checked now, with the names the stage binds for it ($$new and its let's).
+            names = spec["let"] if isinstance(spec.get("let"), Mapping) else {}
+            bound: dict[str, Any] = {"new": {}, **{str(name): None for name in names}}
+            parse_pipeline(matched, context.derived(within="update", variables=bound))
             when_matched = list(matched)
         elif isinstance(matched, str):
             if matched not in _WHEN_MATCHED:
