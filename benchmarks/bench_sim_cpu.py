@@ -20,8 +20,10 @@ reported: a command waiting behind the catch-up would show there).
 Run (the baseline is the tree of an older commit, e.g. 6abec3a, the simulator before
 its engine)::
 
-    git -C /work/main archive 6abec3a src | tar -x -C /tmp/baseline
-    python benchmarks/bench_sim_cpu.py --baseline /tmp/baseline [--rounds 3] [--count 2000]
+    mkdir -p /tmp/baseline && git archive 6abec3a src | tar -x -C /tmp/baseline
+    pip install --target /tmp/baseline-deps mongomock==4.3.0   # what 6abec3a ran on
+    PYTHONPATH=/tmp/baseline-deps python benchmarks/bench_sim_cpu.py --baseline /tmp/baseline \
+        [--rounds 3] [--count 2000]
 
 ``--child cpu|catchup`` runs one measurement in this process (what the parent runs in
 its children) and prints one JSON line.
@@ -201,7 +203,10 @@ def child_catchup(writes: int) -> dict[str, float]:
 
 
 def _run_child(tree: Path, kind: str, argument: int) -> dict[str, float]:
-    env = dict(os.environ, PYTHONPATH=str(tree / "src"))
+    # The tree first; a PYTHONPATH given to this script follows (a baseline's own
+    # dependencies: 6abec3a's simulator needs mongomock 4.3.0).
+    path = [str(tree / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
     command = [sys.executable, str(Path(__file__)), "--child", kind, "--argument", str(argument)]
     output = subprocess.run(command, env=env, check=True, capture_output=True, text=True)
     result: dict[str, float] = json.loads(output.stdout.strip().splitlines()[-1])
