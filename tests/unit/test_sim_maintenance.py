@@ -78,8 +78,9 @@ def test_validate_refuses_what_a_server_refuses(client: RawClient) -> None:
 def test_roles_info_lists_the_built_in_roles(client: RawClient) -> None:
     shown = client.command("db", {"rolesInfo": 1, "showBuiltinRoles": True})
     names = [role["role"] for role in shown["roles"]]
-    assert names == ["dbAdmin", "dbOwner", "read", "readWrite", "userAdmin"]
-    assert shown["roles"][2] == {
+    # enableSharding is a role of every database on a 7.0 server (mongosh's show roles).
+    assert names == ["dbAdmin", "dbOwner", "enableSharding", "read", "readWrite", "userAdmin"]
+    assert shown["roles"][3] == {
         "role": "read",
         "db": "db",
         "isBuiltin": True,
@@ -102,6 +103,8 @@ def test_roles_info_of_named_roles(client: RawClient) -> None:
     )
     assert [(r["role"], r["db"]) for r in several["roles"]] == [("root", "admin"), ("read", "db")]
     assert client.command("db", {"rolesInfo": {"role": "root", "db": "db"}})["roles"] == []
+    sharding = client.command("db", {"rolesInfo": "enableSharding"})
+    assert [(r["role"], r["db"]) for r in sharding["roles"]] == [("enableSharding", "db")]
     bad = client.command("db", {"rolesInfo": 2})
     assert (bad["ok"], bad["code"]) == (0.0, 2)
     privileges = client.command("db", {"rolesInfo": 1, "showPrivileges": True})

@@ -39,8 +39,11 @@ __all__ = [
     "cmd_users_info",
 ]
 
-#: Built-in roles of any database, and those that exist only in admin.
-BUILTIN_ROLES = frozenset({"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin"})
+#: Built-in roles of any database, and those that exist only in admin (a 7.0 server's
+#: role_graph_builtins: enableSharding is a role of every database, not of admin only).
+BUILTIN_ROLES = frozenset(
+    {"read", "readWrite", "dbAdmin", "dbOwner", "userAdmin", "enableSharding"}
+)
 ADMIN_ONLY_ROLES = frozenset(
     {
         "readAnyDatabase",
@@ -54,7 +57,6 @@ ADMIN_ONLY_ROLES = frozenset(
         "backup",
         "restore",
         "root",
-        "enableSharding",
         "directShardOperations",
         "__system",
         "__queryableBackup",
