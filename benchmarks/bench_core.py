@@ -42,7 +42,8 @@ except ImportError:  # pragma: no cover
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.core.selection.selectors import select_server
 

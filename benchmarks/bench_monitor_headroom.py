@@ -66,9 +66,9 @@ from mongocore.core.wire import (
     OpQuery,
     encode_op_msg,
     encode_op_reply,
-    next_request_id,
     read_message,
 )
+from mongocore.io.counters import next_request_id
 
 CONNECT_TIMEOUT_MS = 250
 HEARTBEAT_MS = 500

@@ -31,7 +31,8 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any, Callable
 
-from mongocore.core.wire import OpMsg, encode_op_msg, next_request_id, read_message
+from mongocore.core.wire import OpMsg, encode_op_msg, read_message
+from mongocore.io.counters import next_request_id
 from mongocore.sim import ReplicaSet, Standalone
 
 Handler = Callable[..., Iterator[bytes]]

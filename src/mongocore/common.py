@@ -753,11 +753,11 @@ def validate_ok_for_update(update: Any) -> None:
 
 
 def _validate_event_listeners(option: Any, listeners: Any) -> Any:
-    from mongocore.core.events import _check_listeners  # noqa: PLC0415
+    from mongocore.core.events import check_listeners  # noqa: PLC0415
 
     if not isinstance(listeners, abc.Sequence):
         raise TypeError(f"{option} must be a list or tuple")
-    _check_listeners(listeners)
+    check_listeners(listeners)
     return listeners
 
 

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
-from mongocore.core.deferred_dataclass import dataclass
+from mongocore._deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError
 
 __all__ = ["DELIMITER", "DriverInfo", "DriverInfoList", "append_driver_info", "driver_info_of"]

@@ -12,6 +12,7 @@ client created afterwards. docs/from-pymongo.md lists what differs.
 
 from __future__ import annotations
 
+from mongocore.api.listener_registry import register
 from mongocore.core.events import (
     CommandFailedEvent,
     CommandListener,
@@ -41,7 +42,6 @@ from mongocore.core.events import (
     TopologyDescriptionChangedEvent,
     TopologyListener,
     TopologyOpeningEvent,
-    register,
 )
 from mongocore.io.pool_base import CheckOutFailedReason, ConnectionClosedReason
 

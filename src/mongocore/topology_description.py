@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mongocore.core.description.server import ServerDescription
-from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply
 from mongocore.core.description.types import TopologyType
 from mongocore.server_description import SERVER_TYPE
 

@@ -35,11 +35,11 @@ from mongocore.core.wire import (
     OpCode,
     encode_op_msg,
     encode_op_reply,
-    next_request_id,
     read_message,
 )
 from mongocore.core.wire.codec import Message
 from mongocore.core.wire.header import MsgHeader
+from mongocore.io.counters import next_request_id
 
 T = TypeVar("T")
 

@@ -33,7 +33,7 @@ from mongocore.core.events import (
     ServerDescriptionChangedEvent,
     ServerListener,
 )
-from mongocore.core.wire import encode_op_msg, next_request_id
+from mongocore.core.wire import encode_op_msg
 from mongocore.core.wire.legacy import OpQuery
 from mongocore.errors import (
     NetworkError,
@@ -41,6 +41,7 @@ from mongocore.errors import (
     ProtocolError,
     ServerSelectionTimeoutError,
 )
+from mongocore.io.counters import next_request_id
 from tests.integration.mock_servers import DEADLINE, WirePeer, WireServer, hello_reply
 from tests.integration.sim_client import wait_for_topology
 

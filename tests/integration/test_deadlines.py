@@ -28,13 +28,13 @@ from mongocore.core.wire import (
     OpQuery,
     encode_op_msg,
     encode_op_reply,
-    next_request_id,
 )
 from mongocore.core.wire.codec import Message
 from mongocore.errors import NetworkTimeout
 from mongocore.io.auth import Authenticator
 from mongocore.io.connection import connect
 from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.counters import next_request_id
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 #: The drip's pace: each byte arrives far sooner than any timeout used here.

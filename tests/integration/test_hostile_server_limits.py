@@ -26,12 +26,12 @@ from mongocore.core.wire import (
     SizeLimits,
     encode_op_msg,
     max_reply_size,
-    next_request_id,
     pack_header,
 )
 from mongocore.errors import NetworkError, ProtocolError
 from mongocore.io.connection import Connection, connect
 from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.counters import next_request_id
 from tests.integration.mock_servers import WirePeer, WireServer, hello_reply
 
 SETTINGS = ConnectionSettings(connect_timeout=10.0, socket_timeout=10.0)

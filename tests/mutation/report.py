@@ -45,7 +45,6 @@ AREAS = {
     "mongocore.core.transaction_rules.": "core/transaction_rules.py",
     "mongocore.core.transaction_state.": "core/transaction_state.py",
     "mongocore.core.change_streams.": "core/change_streams.py",
-    "mongocore.core.counters.": "core/counters.py",
 }
 #: Statuses that count as detected by the tests (a timeout is a mutant that never ends).
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}

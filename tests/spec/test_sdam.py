@@ -16,7 +16,8 @@ import pytest
 from mongocore.core.address import Address, parse_address
 from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
 from mongocore.core.description.server import ServerDescription
-from mongocore.core.description.topology import TopologyDescription, Transition, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import Transition, apply
 from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import (

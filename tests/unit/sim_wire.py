@@ -16,9 +16,9 @@ from mongocore.core.wire import (
     encode_handshake_query,
     encode_op_msg,
     encode_op_query,
-    next_request_id,
     read_message,
 )
+from mongocore.io.counters import next_request_id
 
 
 class RawClient:

@@ -22,7 +22,8 @@ from mongocore.cli.view import (
 )
 from mongocore.core.address import parse_address
 from mongocore.core.description.server import ServerDescription
-from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply
 from mongocore.core.description.types import TopologyType
 from mongocore.core.events import (
     ServerClosedEvent,

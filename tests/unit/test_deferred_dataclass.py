@@ -13,8 +13,8 @@ from typing import Any, Optional
 import pytest
 
 import mongocore
-from mongocore.core import deferred_dataclass
-from mongocore.core.deferred_dataclass import dataclass, field, fields, materialize, replace
+from mongocore import _deferred_dataclass as deferred_dataclass
+from mongocore._deferred_dataclass import dataclass, field, fields, materialize, replace
 
 
 def _define() -> tuple[Any, Any]:

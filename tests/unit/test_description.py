@@ -12,7 +12,8 @@ from mongocore.core.address import Address
 from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply, remove_all
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply, remove_all
 from mongocore.core.description.topology_version import (
     TopologyVersion,
     compare_topology_version,

@@ -27,7 +27,8 @@ from mongocore.core.description.errors import (
 )
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply
 from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a", 27017)

@@ -17,7 +17,8 @@ from bson import DatetimeMS, ObjectId
 from bson.son import SON
 
 from mongocore.core.address import Address
-from mongocore.core.description import hello_fields, hello_parsing
+from mongocore.core.description import hello_fields
+from mongocore.core.description import server as server_module
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType
@@ -34,8 +35,8 @@ def parse(reply: Any, **kwargs: Any) -> ServerDescription:
 def no_parsed_hosts() -> None:
     """Forget the host strings and lists already parsed, as in a new process: a test
     that checks how a host is parsed must not find it parsed by an earlier test."""
-    hello_parsing._KNOWN_ADDRESSES.clear()
-    hello_parsing._VALIDATED_ADDRESS_SETS.clear()
+    server_module._KNOWN_ADDRESSES.clear()
+    server_module._VALIDATED_ADDRESS_SETS.clear()
 
 
 def test_defaults_of_a_minimal_reply() -> None:
@@ -368,8 +369,8 @@ def test_the_parsed_host_caches_stay_bounded() -> None:
     # A server reporting a new host on every heartbeat must not grow memory without end.
     for n in range(1100):
         parse({"ok": 1, "setName": "rs", "me": f"bounded-{n}:1", "hosts": [f"bounded-{n}:1"]})
-        assert len(hello_parsing._KNOWN_ADDRESSES) <= 1024
-        assert len(hello_parsing._VALIDATED_ADDRESS_SETS) <= 256
+        assert len(server_module._KNOWN_ADDRESSES) <= 1024
+        assert len(server_module._VALIDATED_ADDRESS_SETS) <= 256
 
 
 # --- the field readers, on their own ---

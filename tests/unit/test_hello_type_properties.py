@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply
 from mongocore.core.description.types import ServerType, TopologyType
 
 MEMBERS = [Address(f"h{i}", 27017) for i in range(3)]

@@ -21,10 +21,11 @@ from typing import Optional
 import pytest
 
 from mongocore.core.address import Address
-from mongocore.core.wire import MORE_TO_COME, encode_op_msg, next_request_id
+from mongocore.core.wire import MORE_TO_COME, encode_op_msg
 from mongocore.errors import NetworkTimeout
 from mongocore.io.connection import Connection
 from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.counters import next_request_id
 from mongocore.io.deadlines import recv_exactly, recv_some
 
 ADDRESS = Address("db", 27017)

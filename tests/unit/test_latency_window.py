@@ -8,6 +8,7 @@ newer spec's minimum over the last 10 samples).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from typing import Optional
 
@@ -24,6 +25,8 @@ from mongocore.core.selection.selectors import in_latency_window, select_server,
 
 S = ServerType
 T = TopologyType
+#: The random source every selection here is given (the core has none of its own).
+RNG = random.Random(0)
 
 
 def server(name: str, server_type: ServerType, rtt_ms: Optional[float]) -> ServerDescription:
@@ -55,7 +58,7 @@ def test_a_server_without_an_average_rtt_counts_as_zero() -> None:
     mixed = [server("m1", S.MONGOS, None), server("far", S.MONGOS, 500)]
     assert hosts(in_latency_window(mixed, 0.015)) == ["m1"]
     td = topology(T.SHARDED, mixed)
-    chosen = select_server(td)
+    chosen = select_server(td, None, RNG)
     assert chosen is not None and chosen.address.host == "m1"
 
 
@@ -73,7 +76,7 @@ def test_unknown_topology_selects_nothing_whatever_its_servers_claim() -> None:
     )
     for read_preference in (None, NEAREST, SECONDARY, ReadPreference(Mode.PRIMARY_PREFERRED)):
         assert select_servers(td, read_preference) == []
-        assert select_server(td, read_preference) is None
+        assert select_server(td, read_preference, RNG) is None
 
 
 def test_minimum_rtt_is_over_the_last_ten_samples() -> None:

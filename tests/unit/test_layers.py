@@ -6,6 +6,12 @@ options) imports nothing from the I/O shell (``mongocore.io``), the API
 the shell imports nothing from the API; no module imports the simulator or the
 command line except those above them. Imports made only for type checking are not
 counted: they do not run. And no runtime import cycle exists between modules.
+
+The core is pure in fact, not only in its imports of mongocore: none of its modules
+imports a module of threads, clocks, randomness, sockets or processes (``threading``,
+``time``, ``random``, ...), nor reads the date or makes an ObjectId (which reads the
+clock and a random source): locks, clocks and random sources are the shell's, which
+passes them in.
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ import mongocore
 PACKAGE = Path(mongocore.__file__).parent
 
 #: The layer of each top-level part of the package; a module may import only from
-#: its own layer or lower ones. errors, driver_info and server_api are leaves every layer uses.
+#: its own layer or lower ones. errors, driver_info and server_api are leaves every layer
+#: uses; so is _deferred_dataclass (classes completed on first use, under a lock).
 LAYERS = {
     "_version": 0,
+    "_deferred_dataclass": 0,
     "errors": 0,
     "driver_info": 0,
     "server_api": 0,
@@ -124,6 +132,84 @@ def test_the_pure_core_imports_no_shell_api_or_simulator() -> None:
     for module, targets in import_graph().items():
         if module.startswith("mongocore.core."):
             assert all(layer(t) == 0 for t in targets), (module, sorted(targets))
+
+
+#: Standard modules the pure core must not import: threads and their locks, clocks,
+#: random sources, sockets, processes.
+IMPURE_MODULES = frozenset(
+    {
+        "_thread",
+        "asyncio",
+        "concurrent",
+        "multiprocessing",
+        "queue",
+        "random",
+        "secrets",
+        "select",
+        "selectors",
+        "socket",
+        "ssl",
+        "subprocess",
+        "threading",
+        "time",
+        "uuid",
+    }
+)
+#: Calls that read the clock whatever the module: datetime.now(), date.today(), ...
+CLOCK_READS = frozenset({"now", "utcnow", "today", "fromtimestamp", "utcfromtimestamp"})
+
+
+def impurities(path: Path) -> Iterator[str]:
+    """What in ``path`` reads a clock or a random source or holds thread state."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            if name.split(".")[0] in IMPURE_MODULES:
+                yield f"line {node.lineno}: imports {name}"
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in CLOCK_READS:
+                yield f"line {node.lineno}: calls .{func.attr}()"
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == "ObjectId" and not node.args and not node.keywords:
+                yield f"line {node.lineno}: makes a new ObjectId"
+
+
+def test_the_pure_core_holds_no_threads_clocks_or_random_state() -> None:
+    found = {
+        module_name(path): list(impurities(path))
+        for path in sorted((PACKAGE / "core").rglob("*.py"))
+    }
+    assert {module: lines for module, lines in found.items() if lines} == {}
+
+
+def test_the_purity_check_sees_a_lock_a_clock_and_a_random_draw(tmp_path: Path) -> None:
+    """The broken variant: each of these must be caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import threading\n"
+        "from time import monotonic\n"
+        "import random as r\n"
+        "import datetime\n"
+        "from bson import ObjectId\n"
+        "LOCK = threading.Lock()\n"
+        "NOW = datetime.datetime.now()\n"
+        "OID = ObjectId()\n"
+        "KEPT = ObjectId(b'x' * 12)\n",
+        encoding="utf-8",
+    )
+    assert list(impurities(bad)) == [
+        "line 1: imports threading",
+        "line 2: imports time",
+        "line 3: imports random",
+        "line 7: calls .now()",
+        "line 8: makes a new ObjectId",
+    ]
 
 
 def test_no_import_cycles() -> None:

@@ -15,8 +15,8 @@ import pymongo.monitoring as pymongo_monitoring
 import pytest
 
 from mongocore import monitoring
+from mongocore.api import listener_registry
 from mongocore.api.client import Client
-from mongocore.core import events
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from tests.unit.test_pymongo_surface import public_names
@@ -106,7 +106,7 @@ class Opened(monitoring.TopologyListener):
 def test_register_gives_a_listener_to_every_client_created_afterwards(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(events, "_REGISTERED", [])  # the registry is the process's
+    monkeypatch.setattr(listener_registry, "_REGISTERED", [])  # the registry is the process's
     log: list[str] = []
     before = Client("mongodb://127.0.0.1:9", serverSelectionTimeoutMS=100)
     monitoring.register(Opened("registered", log))
@@ -124,7 +124,7 @@ def test_register_gives_a_listener_to_every_client_created_afterwards(
 
 
 def test_register_refuses_what_is_not_a_listener(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(events, "_REGISTERED", [])
+    monkeypatch.setattr(listener_registry, "_REGISTERED", [])
     with pytest.raises(TypeError, match="must subclass one of the listener classes"):
         monitoring.register(object())  # type: ignore[arg-type]
-    assert events.registered_listeners() == ()
+    assert listener_registry.registered_listeners() == ()

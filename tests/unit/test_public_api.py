@@ -360,7 +360,7 @@ def test_the_first_plain_client_loads_only_what_it_needs() -> None:
     imported = _modules_loaded_by("from mongocore import MongoClient")
     assert "mongocore.api.client" in imported  # the check sees what the import loads
     # Dataclass processing waits for a class's first instance
-    # (mongocore.core.deferred_dataclass): importing compiles none of it.
+    # (mongocore._deferred_dataclass): importing compiles none of it.
     assert "dataclasses" not in imported
     constructed = _modules_loaded_by(
         f"from mongocore import MongoClient\nMongoClient({NOWHERE!r}).close()"

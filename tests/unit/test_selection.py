@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pickle
 import random
-import threading
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -29,9 +28,12 @@ from mongocore.core.selection.read_preference import (
     ReadPreferenceForServer,
     read_preference_for_server,
 )
-from mongocore.core.selection.rtt import RoundTripTime, RoundTripTimeAverager
+from mongocore.core.selection.rtt import RoundTripTime
 from mongocore.core.selection.selectors import (
+    SelectionFacts,
+    choose,
     in_latency_window,
+    latency_window,
     select_server,
     select_servers,
     staleness,
@@ -84,6 +86,10 @@ def topology(
 
 def names(servers: Sequence[ServerDescription]) -> set[str]:
     return {sd.address.host for sd in servers}
+
+
+#: The random source the selections here are given (the core has none of its own).
+RNG = random.Random(0)
 
 
 class FixedRandom:
@@ -289,24 +295,6 @@ def test_rtt_refuses_bad_samples(bad: float) -> None:
         RoundTripTime().add(bad)
 
 
-def test_rtt_averager_is_shared_by_threads() -> None:
-    averager = RoundTripTimeAverager()
-
-    def feed() -> None:
-        for _ in range(200):
-            averager.add(0.005)
-
-    threads = [threading.Thread(target=feed) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert averager.average == pytest.approx(0.005)
-    assert averager.minimum == 0.005
-    averager.reset()
-    assert averager.average is None and averager.value == RoundTripTime()
-
-
 # --- selection ------------------------------------------------------------------
 
 
@@ -347,34 +335,34 @@ def test_replica_set_without_primary() -> None:
         T.REPLICA_SET_NO_PRIMARY,
         [server("s1", S.RS_SECONDARY), server("pp", S.POSSIBLE_PRIMARY, max_wire_version=0)],
     )
-    assert select_server(td, None) is None
-    assert select_server(td, PRIMARY) is None
-    chosen = select_server(td, PRIMARY_PREFERRED)
+    assert select_server(td, None, RNG) is None
+    assert select_server(td, PRIMARY, RNG) is None
+    chosen = select_server(td, PRIMARY_PREFERRED, RNG)
     assert chosen is not None and chosen.address == addr("s1")
 
 
 def test_other_topology_types() -> None:
     single = topology(T.SINGLE, [server("s", S.RS_SECONDARY)])
     for rp in (None, PRIMARY, SECONDARY):
-        chosen = select_server(single, rp)
+        chosen = select_server(single, rp, RNG)
         assert chosen is not None and chosen.address == addr("s")
-    assert select_server(topology(T.SINGLE, [server("s", S.UNKNOWN)]), None) is None
+    assert select_server(topology(T.SINGLE, [server("s", S.UNKNOWN)]), None, RNG) is None
 
     sharded = topology(
         T.SHARDED, [server("m1", S.MONGOS, 5), server("m2", S.MONGOS, 50), server("u", S.UNKNOWN)]
     )
     for rp in (None, PRIMARY, ReadPreference(Mode.SECONDARY, [{"dc": "nowhere"}])):
         assert names(select_servers(sharded, rp)) == {"m1", "m2"}
-        assert select_server(sharded, rp) == sharded.servers[addr("m1")]
+        assert select_server(sharded, rp, RNG) == sharded.servers[addr("m1")]
 
     balancer = ServerDescription.load_balancer(addr("lb"))
     load_balanced = topology(T.LOAD_BALANCED, [balancer])
-    assert select_server(load_balanced, None) is balancer
-    assert select_server(load_balanced, NEAREST) is balancer
+    assert select_server(load_balanced, None, RNG) is balancer
+    assert select_server(load_balanced, NEAREST, RNG) is balancer
 
     unknown = topology(T.UNKNOWN, [server("g", S.RS_GHOST), server("u", S.UNKNOWN)])
-    assert select_server(unknown, None) is None
-    assert select_server(unknown, NEAREST) is None
+    assert select_server(unknown, None, RNG) is None
+    assert select_server(unknown, NEAREST, RNG) is None
 
 
 def test_incompatible_description_raises_first() -> None:
@@ -383,9 +371,9 @@ def test_incompatible_description_raises_first() -> None:
         [server("p", S.RS_PRIMARY, max_wire_version=2), server("s", S.RS_SECONDARY)],
     )
     with pytest.raises(IncompatibleServerError, match="reports wire version 2"):
-        select_server(td, NEAREST)
+        select_server(td, NEAREST, RNG)
     with pytest.raises(IncompatibleServerError):
-        select_server(td, None)
+        select_server(td, None, RNG)
     # Before the maxStalenessSeconds checks, too.
     with pytest.raises(IncompatibleServerError):
         select_servers(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=1))
@@ -398,23 +386,25 @@ def test_max_staleness_against_heartbeat_and_smallest_value() -> None:
         heartbeat_ms=120_000,
     )
     with pytest.raises(InvalidReadPreference, match=r"at least .* = 130 seconds"):
-        select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=129))
-    assert select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=130)) is not None
+        select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=129), RNG)
+    assert (
+        select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=130), RNG) is not None
+    )
     td = topology(T.REPLICA_SET_NO_PRIMARY, [server("s", S.RS_SECONDARY)], heartbeat_ms=500)
     with pytest.raises(InvalidReadPreference, match="smallestMaxStalenessSeconds"):
-        select_server(td, ReadPreference(Mode.SECONDARY, max_staleness_seconds=89))
+        select_server(td, ReadPreference(Mode.SECONDARY, max_staleness_seconds=89), RNG)
     # Not checked for other topology types, where the value is passed to mongos.
     sharded = topology(T.SHARDED, [server("m", S.MONGOS)])
-    assert select_server(sharded, ReadPreference(Mode.NEAREST, max_staleness_seconds=1))
+    assert select_server(sharded, ReadPreference(Mode.NEAREST, max_staleness_seconds=1), RNG)
 
 
 def test_max_staleness_needs_wire_version_5(monkeypatch: pytest.MonkeyPatch) -> None:
     # Pretend the client spoke old wire versions, so the description is compatible.
     monkeypatch.setattr(topology_module, "CLIENT_MIN_WIRE_VERSION", 0)
     td = topology(T.SHARDED, [server("m", S.MONGOS, max_wire_version=4)])
-    assert select_server(td, NEAREST) is not None
+    assert select_server(td, NEAREST, RNG) is not None
     with pytest.raises(InvalidReadPreference, match="m:27017 reports wire version 4"):
-        select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=120))
+        select_server(td, ReadPreference(Mode.NEAREST, max_staleness_seconds=120), RNG)
 
 
 def test_staleness_estimates() -> None:
@@ -454,7 +444,7 @@ def test_deprioritized_servers() -> None:
     m1 = sharded.servers[addr("m1")]
     assert names(select_servers(sharded, None, deprioritized=[m1])) == {"m2"}
     assert names(select_servers(sharded, None, deprioritized=[addr("m1")])) == {"m2"}
-    chosen = select_server(sharded, None, deprioritized=[addr("m1")])
+    chosen = select_server(sharded, None, RNG, deprioritized=[addr("m1")])
     assert chosen is not None and chosen.address == addr("m2")
     # All deprioritized: selection goes on as if none were.
     everything = [addr("m1"), addr("m2")]
@@ -473,40 +463,23 @@ def test_uniform_choice_uses_the_random_source() -> None:
     td = topology(T.SHARDED, [server(f"m{i}", S.MONGOS) for i in range(4)])
     picks = [select_server(td, None, FixedRandom(v)) for v in (0.0, 0.25, 0.5, 0.999999)]
     assert [sd.address.host for sd in picks if sd is not None] == ["m0", "m1", "m2", "m3"]
-    # The default source is the random module.
-    assert select_server(td, None) in td.servers.values()
+    window = latency_window(SelectionFacts(td), None)
+    assert [choose(window, FixedRandom(v)) for v in (0.0, 0.999999)] == [window[0], window[3]]
+    assert choose((), FixedRandom()) is None  # no draw for an empty window
+    assert choose(window[:1], FixedRandom()) is window[0]  # nor for one server
 
 
-def test_selection_is_computed_once_per_description() -> None:
+def test_the_core_keeps_nothing_on_a_description() -> None:
+    """Selection writes nothing onto the immutable description: the facts are a value
+    of their own, immutable too, and selecting twice computes the same window."""
     td = replica_set()
-    assert td.selection_cache == {}
-    first = select_server(td, NEAREST, random.Random(1))
-    assert len(td.selection_cache) >= 1
-    cached = dict(td.selection_cache)
-    for seed in range(20):
-        chosen = select_server(td, ReadPreference("nearest"), random.Random(seed))
-        assert chosen is not None and chosen.address in {addr("s1"), addr("s2"), addr("p")}
-    assert first is not None
-    # An equal read preference reused the entry instead of adding one.
-    assert td.selection_cache.keys() == cached.keys()
-    # A new description starts afresh.
-    assert replica_set().selection_cache == {}
-
-
-def test_primary_reads_and_writes_share_one_window() -> None:
-    """Mode primary selects what a write selects: one cache entry serves both, and
-    it never serves another mode (a key of None for every mode would hand a
-    secondary read the primary)."""
-    td = replica_set()
-    assert select_server(td, PRIMARY) == td.servers[addr("p")]
-    entries = dict(td.selection_cache)
-    assert len(entries) == 1
-    assert select_server(td, None) == td.servers[addr("p")]
-    assert select_server(td, ReadPreference("primary")) == td.servers[addr("p")]
-    assert td.selection_cache == entries
-    secondary = select_server(td, SECONDARY, random.Random(1))
-    assert secondary is not None and secondary.address in {addr("s1"), addr("s2")}
-    assert SECONDARY in td.selection_cache
+    before = dict(vars(td))
+    facts = SelectionFacts(td)
+    assert latency_window(facts, NEAREST) == latency_window(SelectionFacts(td), NEAREST)
+    select_server(td, NEAREST, random.Random(1))
+    assert vars(td).keys() == before.keys()
+    with pytest.raises(AttributeError, match="immutable"):
+        facts.primary = None  # type: ignore[misc]
 
 
 # --- property: the choice is suitable and in the window -----------------------------

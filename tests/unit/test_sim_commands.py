@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from bson import Int64, ObjectId
 
-from mongocore.core.wire import MORE_TO_COME, encode_op_msg, next_request_id
+from mongocore.core.wire import MORE_TO_COME, encode_op_msg
+from mongocore.io.counters import next_request_id
 from mongocore.sim import ReplicaSet, ShardedCluster
 from tests.unit.sim_wire import RawClient, connect
 

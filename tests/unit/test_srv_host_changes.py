@@ -12,7 +12,8 @@ import pytest
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import TopologyDescription, apply, apply_srv_hosts
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import apply, apply_srv_hosts
 from mongocore.core.description.types import ServerType, TopologyType
 
 A = Address("a.example.com", 27017)

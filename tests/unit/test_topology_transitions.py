@@ -22,9 +22,8 @@ from mongocore.core.description.topology import (
     CLIENT_MAX_WIRE_VERSION,
     CLIENT_MIN_WIRE_VERSION,
     TopologyDescription,
-    apply,
-    remove_all,
 )
+from mongocore.core.description.topology_updates import apply, remove_all
 from mongocore.core.description.topology_version import TopologyVersion
 from mongocore.core.description.types import ServerType, TopologyType
 

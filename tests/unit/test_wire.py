@@ -51,16 +51,15 @@ from mongocore.core.wire import (
     encode_op_msg,
     encode_op_query,
     encode_op_reply,
-    next_request_id,
     op_msg_overhead,
     pack_header,
     read_message,
-    request_id_generator,
     split_batches,
     unpack_header,
 )
 from mongocore.core.wire._documents import ENCODE_OPTIONS
 from mongocore.errors import DocumentTooLarge, NetworkError, OperationFailure, ProtocolError
+from mongocore.io.counters import next_request_id, request_id_generator
 
 MAX = DEFAULT_MAX_MESSAGE_SIZE_BYTES
 

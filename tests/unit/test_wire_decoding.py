@@ -46,12 +46,12 @@ from mongocore.core.wire import (
     encode_op_reply,
     op_msg_overhead,
     read_message,
-    request_id_generator,
     split_batches,
     unpack_header,
 )
 from mongocore.core.wire.legacy import decode_op_query, decode_op_reply
 from mongocore.errors import DocumentTooLarge, OperationFailure, ProtocolError
+from mongocore.io.counters import request_id_generator
 
 MAX = 48_000_000
 ORDERED: CodecOptions[Any] = CodecOptions(document_class=OrderedDict)

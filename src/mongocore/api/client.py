@@ -24,11 +24,12 @@ from bson import ObjectId, Timestamp
 
 from mongocore.api.client_commands import ClientCommands
 from mongocore.api.client_info import DeploymentInfo
+from mongocore.api.listener_registry import registered_listeners
 from mongocore.api.types import _DocumentType
 from mongocore.api.watch import ClientWatch
 from mongocore.core import codec
 from mongocore.core.description.topology import TopologyDescription
-from mongocore.core.events import EventPublisher, Listener, registered_listeners
+from mongocore.core.events import EventPublisher, Listener
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.options import ClientOptions
 from mongocore.core.selection.read_preference import Mode, ReadPreference

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Generic, Optional
 
 from bson import Int64, Timestamp
 
+from mongocore._deferred_dataclass import dataclass
 from mongocore.api.session_transactions import TransactionMixin
 from mongocore.api.transaction_options import TransactionOptions
 from mongocore.api.types import _DocumentType
-from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError, InvalidOperation
 from mongocore.io.pinning import TRANSACTION, PinnedConnection
 from mongocore.io.sessions import ServerSession, cluster_time_greater

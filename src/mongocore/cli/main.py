@@ -43,7 +43,8 @@ from mongocore.cli.view import (
 from mongocore.core.address import parse_address
 from mongocore.core.description.errors import ApplicationError, ErrorKind, classify
 from mongocore.core.description.server import ServerDescription
-from mongocore.core.description.topology import TopologyDescription, Transition, apply
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import Transition, apply
 from mongocore.core.events import (
     SdamEvent,
     ServerClosedEvent,

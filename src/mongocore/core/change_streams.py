@@ -18,7 +18,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from mongocore.core.deferred_dataclass import dataclass, replace
+from mongocore._deferred_dataclass import dataclass, replace
 from mongocore.errors import CURSOR_NOT_FOUND, ConnectionFailure, OperationFailure
 
 #: The label a 4.4+ server puts on errors a change stream may resume after.

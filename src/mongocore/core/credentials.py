@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Optional
 
-from mongocore.core.deferred_dataclass import dataclass, field
+from mongocore._deferred_dataclass import dataclass, field
 from mongocore.errors import ConfigurationError
 
 if TYPE_CHECKING:

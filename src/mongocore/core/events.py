@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
 
+from mongocore._deferred_dataclass import dataclass, field
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
-from mongocore.core.description.topology import TopologyDescription, Transition
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import Transition
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.core.lazy_logger import get_logger
 
@@ -352,30 +353,13 @@ _LISTENER_CLASSES = (
 )
 
 
-def _check_listeners(listeners: Sequence[object]) -> None:
+def check_listeners(listeners: Sequence[object]) -> None:
     unknown = [x for x in listeners if not isinstance(x, _LISTENER_CLASSES)]
     if unknown:
         raise TypeError(
             f"event listeners must subclass one of the listener classes in "
             f"mongocore.core.events, not {type(unknown[0]).__name__}"
         )
-
-
-#: The listeners of every client created from now on (register()).
-_REGISTERED: list[Listener] = []
-
-
-def register(listener: Listener) -> None:
-    """Give ``listener`` to every client created from now on, before the client's own
-    ``event_listeners`` (pymongo's ``monitoring.register``). Clients that exist
-    already are not changed; there is no way to take it back, as in pymongo."""
-    _check_listeners([listener])
-    _REGISTERED.append(listener)
-
-
-def registered_listeners() -> tuple[Listener, ...]:
-    """The listeners register() gave, in order."""
-    return tuple(_REGISTERED)
 
 
 class EventPublisher:
@@ -386,7 +370,7 @@ class EventPublisher:
 
     def __init__(self, listeners: Iterable[Listener] = ()) -> None:
         listeners = list(listeners)
-        _check_listeners(listeners)
+        check_listeners(listeners)
         self.topology_listeners = [x for x in listeners if isinstance(x, TopologyListener)]
         self.server_listeners = [x for x in listeners if isinstance(x, ServerListener)]
         self.heartbeat_listeners = [x for x in listeners if isinstance(x, ServerHeartbeatListener)]
@@ -482,7 +466,7 @@ def _unknown_to_possible_primary(old: ServerDescription, new: ServerDescription)
 def events_for_closing(topology_id: object, transition: Transition) -> list[SdamEvent]:
     """Closing: each server closed, the description emptied, then the topology closed.
 
-    ``transition`` is ``mongocore.core.description.topology.remove_all(description)``.
+    ``transition`` is ``mongocore.core.description.topology_updates.remove_all(description)``.
     """
     events: list[SdamEvent] = [
         ServerClosedEvent(topology_id, address) for address in transition.removed

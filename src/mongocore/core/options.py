@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional, Union
 
+from mongocore._deferred_dataclass import dataclass, field, fields
 from mongocore.core.address import Address
 from mongocore.core.codec import CODEC_KEYWORDS
-from mongocore.core.deferred_dataclass import dataclass, field, fields
 from mongocore.core.description.settings import (
     DEFAULT_HEARTBEAT_FREQUENCY_MS,
     DEFAULT_LOCAL_THRESHOLD_MS,
@@ -404,7 +404,7 @@ _DEFAULTS: dict[str, Any] = {}
 
 def _field_defaults() -> dict[str, Any]:
     """Each attribute's default, read from the dataclass fields on first use (at
-    import time ClientOptions is not yet processed: mongocore.core.deferred_dataclass)."""
+    import time ClientOptions is not yet processed: mongocore._deferred_dataclass)."""
     if not _DEFAULTS:
         from dataclasses import MISSING  # noqa: PLC0415 - loaded by fields() already
 

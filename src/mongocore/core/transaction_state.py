@@ -21,8 +21,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any, Optional
 
+from mongocore._deferred_dataclass import dataclass, field
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import InvalidOperation
 

@@ -35,8 +35,8 @@ import types
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
+from mongocore._deferred_dataclass import dataclass
 from mongocore.core.address import DEFAULT_PORT, Address
-from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.option_names import (
     NOT_SUPPORTED,

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Binary
 
+from mongocore._deferred_dataclass import dataclass
 from mongocore.core.credentials import (
     DEFAULT_AUTH_SOURCE,
     EXTERNAL,
@@ -48,7 +49,6 @@ from mongocore.core.credentials import (
     Credentials,
     credentials_for,
 )
-from mongocore.core.deferred_dataclass import dataclass
 from mongocore.errors import AuthenticationError, ConfigurationError
 from mongocore.io.connection import Connection, in_authentication
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from mongocore.core import deferred_dataclass
+from mongocore import _deferred_dataclass as deferred_dataclass
 from mongocore.io.connection import Connection, connect, handshake_service_id, in_authentication
 from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.io.establishment import Cancellation

@@ -22,9 +22,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-# The listener and event classes under pymongo's module name (``pymongo.monitoring``),
-# so that ``from mongocore import monitoring`` ports ``from pymongo import monitoring``.
-from mongocore.core.counters import atomic_next
 from mongocore.core.events import (
     CommandFailedEvent,
     CommandStartedEvent,
@@ -32,9 +29,9 @@ from mongocore.core.events import (
     EventPublisher,
 )
 from mongocore.core.stable_api import add_api_fields
-from mongocore.core.wire import next_request_id
 from mongocore.errors import OperationFailure, command_error_from_reply
 from mongocore.io.connection import Connection
+from mongocore.io.counters import atomic_next, next_request_id
 
 if TYPE_CHECKING:
     from types import EllipsisType

@@ -76,7 +76,6 @@ from mongocore.core.wire import (
     encode_op_compressed,
     encode_op_msg,
     encode_op_query,
-    next_request_id,
 )
 from mongocore.errors import (
     ConfigurationError,
@@ -92,6 +91,7 @@ from mongocore.io.connection_io import ConnectionIO
 # (docs/monitoring.md, docs/security.md): it lives in connection_settings and is
 # re-exported here.
 from mongocore.io.connection_settings import ConnectionSettings
+from mongocore.io.counters import next_request_id
 from mongocore.io.deadlines import deadline_after, tls_handshake
 from mongocore.io.establishment import (
     Cancellation,

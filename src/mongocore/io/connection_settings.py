@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from mongocore.core.deferred_dataclass import dataclass
+from mongocore._deferred_dataclass import dataclass
 from mongocore.core.lazy_logger import get_logger
 from mongocore.driver_info import DriverInfoList
 from mongocore.errors import ConfigurationError

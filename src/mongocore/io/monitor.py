@@ -63,7 +63,6 @@ from mongocore.core.events import (
     ServerHeartbeatSucceededEvent,
 )
 from mongocore.core.lazy_logger import get_logger
-from mongocore.core.selection.rtt import RoundTripTimeAverager
 from mongocore.core.stable_api import hello_command_name
 from mongocore.errors import (
     MongoCoreError,
@@ -78,7 +77,7 @@ from mongocore.io.monitor_connection import CheckCancelled, ConnectionSlot, abor
 # MonitorSettings is documented public as mongocore.io.monitor.MonitorSettings
 # (docs/monitoring.md): it lives in monitor_settings and is re-exported here.
 from mongocore.io.monitor_settings import MonitorSettings, streaming_enabled
-from mongocore.io.rtt_monitor import RttMonitor
+from mongocore.io.rtt_monitor import RoundTripTimeAverager, RttMonitor
 
 __all__ = [
     "Monitor",

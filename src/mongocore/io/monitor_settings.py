@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Optional
 
-from mongocore.core.deferred_dataclass import dataclass, field
+from mongocore._deferred_dataclass import dataclass, field
 from mongocore.core.uri_options import SERVER_MONITORING_MODES
 from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.io.handshake import detect_faas

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from mongocore.core.deferred_dataclass import dataclass
+from mongocore._deferred_dataclass import dataclass
 from mongocore.errors import ConfigurationError
 
 __all__ = [
@@ -108,7 +108,7 @@ _DEFAULT_OPTIONS: list[PoolOptions] = []
 def default_options() -> PoolOptions:
     """The default options, one shared instance."""
     # Built on first use: PoolOptions is a deferred dataclass, completed by its first
-    # instance (mongocore.core.deferred_dataclass), which importing must not make.
+    # instance (mongocore._deferred_dataclass), which importing must not make.
     if not _DEFAULT_OPTIONS:
         _DEFAULT_OPTIONS.append(PoolOptions())
     return _DEFAULT_OPTIONS[0]

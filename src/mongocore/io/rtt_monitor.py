@@ -3,26 +3,61 @@
 Spec: server-monitoring.md, "Streaming Protocol", section "Measuring RTT", and the
 "RTT thread" implementation note. While the monitor thread (:mod:`mongocore.io.monitor`)
 waits on awaitable hellos, whose replies say nothing about the round trip time, this
-thread measures it on a dedicated connection of its own.
+thread measures it on a dedicated connection of its own. The two threads share one
+:class:`RoundTripTimeAverager`, which holds the pure core's immutable
+:class:`~mongocore.core.selection.rtt.RoundTripTime` under a lock.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
 
 from mongocore.core.address import Address
 from mongocore.core.lazy_logger import get_logger
-from mongocore.core.selection.rtt import RoundTripTimeAverager
+from mongocore.core.selection.rtt import EMPTY, RoundTripTime
 from mongocore.core.stable_api import hello_command_name
 from mongocore.io.connection import Connection
 from mongocore.io.monitor_connection import ConnectionSlot, abort
 from mongocore.io.monitor_settings import MonitorSettings
 
-__all__ = ["RttMonitor"]
+__all__ = ["RoundTripTimeAverager", "RttMonitor"]
 
 _log = get_logger("mongocore.monitor")
+
+
+class RoundTripTimeAverager:
+    """A thread-safe holder of the current ``RoundTripTime`` for one server's monitor."""
+
+    __slots__ = ("_lock", "_value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value = EMPTY
+
+    def add(self, sample: float) -> RoundTripTime:
+        """Record one measurement; returns the new value."""
+        with self._lock:
+            value = self._value = self._value.add(sample)
+        return value
+
+    def reset(self) -> None:
+        """Forget every sample (the server became unavailable)."""
+        with self._lock:
+            self._value = EMPTY
+
+    @property
+    def value(self) -> RoundTripTime:
+        return self._value
+
+    @property
+    def average(self) -> Optional[float]:
+        return self._value.average
+
+    @property
+    def minimum(self) -> float:
+        return self._value.minimum
 
 
 class RttMonitor:

@@ -20,8 +20,8 @@ import urllib.parse
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Optional, Protocol
 
+from mongocore._deferred_dataclass import dataclass, field, replace
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field, replace
 from mongocore.core.description.settings import TopologySettings
 from mongocore.core.options import ClientOptions
 from mongocore.core.uri_options import canonical_option_name, validate_option

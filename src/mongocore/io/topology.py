@@ -27,8 +27,8 @@ from mongocore.core.address import Address
 from mongocore.core.description.errors import ApplicationError, ErrorDecision, ErrorKind, classify
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.settings import TopologySettings
-from mongocore.core.description.topology import (
-    TopologyDescription,
+from mongocore.core.description.topology import TopologyDescription
+from mongocore.core.description.topology_updates import (
     Transition,
     apply,
     apply_srv_hosts,
@@ -44,7 +44,7 @@ from mongocore.core.events import (
 )
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.selection.read_preference import ReadPreference
-from mongocore.core.selection.selectors import select_server
+from mongocore.core.selection.selectors import choose, latency_window
 from mongocore.errors import (
     NetworkError,
     NetworkTimeout,
@@ -53,6 +53,7 @@ from mongocore.errors import (
     ProtocolError,
     ServerSelectionTimeoutError,
 )
+from mongocore.io.selection_cache import SelectionCache
 
 if TYPE_CHECKING:
     from logging import Logger
@@ -162,6 +163,9 @@ class Topology:
         self._lock = threading.Lock()
         self._condition = threading.Condition(self._lock)
         self._description = TopologyDescription.initial(settings)
+        # Server selection's facts and latency windows for the current description
+        # (replaced, not updated, when a selection finds a newer description).
+        self._selection = SelectionCache(self._description)
         self._servers: dict[Address, Server] = {}
         self._opened = False
         self._closed = False
@@ -438,9 +442,14 @@ class Topology:
             description = self._description
             try:
                 # Raises for an incompatible topology or an invalid read preference.
-                selected = select_server(
-                    description, read_preference, self._rng, deprioritized=deprioritized
-                )
+                cache = self._selection
+                if cache.description is not description:
+                    cache = self._selection = SelectionCache(description)
+                if deprioritized:
+                    window = latency_window(cache.facts, read_preference, deprioritized)
+                else:
+                    window = cache.window(read_preference)
+                selected = choose(window, self._rng)
             except Exception as exc:
                 if log is not None:
                     log.failed(description, exc)

@@ -27,8 +27,8 @@ from mongocore.core.wire import (
     OpQuery,
     encode_op_msg,
     encode_op_reply,
-    next_request_id,
 )
+from mongocore.io.counters import next_request_id
 from mongocore.sim.codes import STATE_CHANGE_CODES, CloseConnection, error_reply
 from mongocore.sim.server import Connection
 

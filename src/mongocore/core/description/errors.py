@@ -17,8 +17,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any, NamedTuple, Optional
 
+from mongocore._deferred_dataclass import dataclass, field
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass, field
 from mongocore.core.description.server import ServerDescription
 from mongocore.core.description.topology import TopologyDescription
 from mongocore.core.description.topology_updates import WIRE_VERSION_4_2

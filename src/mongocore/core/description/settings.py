@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
+from mongocore._deferred_dataclass import dataclass
 from mongocore.core.address import Address
-from mongocore.core.deferred_dataclass import dataclass
 from mongocore.core.description.types import TopologyType
 from mongocore.core.lazy_logger import get_logger
 from mongocore.errors import ConfigurationError

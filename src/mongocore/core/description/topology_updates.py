@@ -1,25 +1,30 @@
-"""The SDAM spec's TopologyType table and the subroutines its cells call.
+"""The SDAM state machine, as a pure function: one outcome applied to a description.
 
 Seed: server-discovery-and-monitoring.md, "Updating the TopologyDescription": the
 TopologyType table, and the actions updateUnknownWithStandalone,
 updateRSWithoutPrimary, updateRSWithPrimaryFromMember, updateRSFromPrimary,
-checkIfHasPrimary and remove, named here as the spec names them. They work on an
-``_Update``, the working state of one topology.apply(); topology.py turns it into
-a Transition.
+checkIfHasPrimary and remove, named here as the spec names them; also "Verifying
+setName with TopologyType Single", "Connection Pool Management" (which pools to clear
+and mark ready) and the SRV polling spec's host list.
+
+``apply(description, server_description)`` never mutates its inputs: it dispatches on
+the table, whose actions work on an ``_Update`` (the working state of one apply()),
+and returns a ``Transition``: the new description plus what the I/O shell must do
+about it (monitors to start and stop, checks to request, pools to clear or mark
+ready).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, NamedTuple, Optional
 
 from mongocore.core.address import Address
 from mongocore.core.description.server import ServerDescription
-from mongocore.core.description.types import ServerType, TopologyType
+from mongocore.core.description.topology import TopologyDescription, incompatibility
+from mongocore.core.description.topology_version import compare_topology_version
+from mongocore.core.description.types import DATA_BEARING, ServerType, TopologyType
 from mongocore.core.lazy_logger import get_logger
-
-if TYPE_CHECKING:
-    from mongocore.core.description.topology import TopologyDescription
 
 _log = get_logger("mongocore.topology")
 
@@ -33,6 +38,8 @@ _S = ServerType
 # Enum class goes through EnumType.__getattr__ on Python 3.11.
 _RS_PRIMARY = ServerType.RS_PRIMARY
 _UNKNOWN = ServerType.UNKNOWN
+_SINGLE = TopologyType.SINGLE
+_LOAD_BALANCED = TopologyType.LOAD_BALANCED
 _WITH_PRIMARY = TopologyType.REPLICA_SET_WITH_PRIMARY
 _NO_PRIMARY = TopologyType.REPLICA_SET_NO_PRIMARY
 _NOTHING: Any = ()
@@ -64,7 +71,8 @@ class _Update:
 
     def __init__(self, previous: TopologyDescription) -> None:
         self.previous = previous
-        self.servers: dict[Address, ServerDescription] = dict(previous._servers)
+        # (The read-only view's copy() is its dict's: dict(view) would go key by key.)
+        self.servers: dict[Address, ServerDescription] = previous.servers.copy()
         self.type = previous.type
         self.set_name = previous.set_name
         self.max_election_id = previous.max_election_id
@@ -306,3 +314,160 @@ def _cmp_nullable(a: Any, b: Any) -> int:
 
 def _address_sort_key(address: Address) -> tuple[str, int]:
     return (address.host, address.port or 0)
+
+
+# --- the Transition -----------------------------------------------------------------
+
+
+class Transition(NamedTuple):
+    """The outcome of applying one ServerDescription to a TopologyDescription."""
+
+    previous: TopologyDescription
+    description: TopologyDescription
+    #: The description actually stored for the checked server; None if the outcome
+    #: was ignored (server not in the topology, or an older topologyVersion).
+    applied: Optional[ServerDescription] = None
+    #: Servers added to the topology: start monitoring them.
+    added: tuple[Address, ...] = ()
+    #: Servers removed from the topology: stop monitoring them, close their pools.
+    removed: tuple[Address, ...] = ()
+    #: Servers to check right away (an invalidated primary).
+    request_check: tuple[Address, ...] = ()
+    #: Servers whose pools must be cleared (an invalidated primary older than 4.2).
+    clear_pools: tuple[Address, ...] = ()
+    #: Servers whose pools must be marked ready (a successful check of a usable server).
+    ready_pools: tuple[Address, ...] = ()
+
+    @property
+    def ignored(self) -> bool:
+        return self.applied is None
+
+
+_new_tuple = tuple.__new__
+
+
+def _transition(update: _Update, applied: ServerDescription) -> Transition:
+    """The Transition an update ends with: the new description and the actions."""
+    previous = update.previous
+    stored = update.servers.get(applied.address)
+    # Compatible before and the checked server compatible: compatible now, without a
+    # pass over every server at the next selection. An update changes no other server
+    # but to Unknown or PossiblePrimary (added, demoted or invalidated), which have no
+    # wire versions, or by removing it.
+    description = TopologyDescription.adopting(
+        update.type,
+        update.servers,
+        previous.settings,
+        update.set_name,
+        update.max_election_id,
+        update.max_set_version,
+        previous.known_compatible and (stored is None or incompatibility(stored) is None),
+    )
+    ready: tuple[Address, ...] = ()
+    if stored is not None and (
+        stored.type in DATA_BEARING or (stored.type is not _UNKNOWN and update.type is _SINGLE)
+    ):
+        ready = (stored.address,)
+    # tuple.__new__ directly: the NamedTuple constructor is a Python-level call,
+    # and one Transition is made per heartbeat.
+    return _new_tuple(
+        Transition,
+        (
+            previous,
+            description,
+            stored if stored is not None else applied,
+            tuple(update.added),
+            tuple(update.removed),
+            tuple(update.request_check),
+            tuple(update.clear_pools),
+            ready,
+        ),
+    )
+
+
+def apply(description: TopologyDescription, sd: ServerDescription) -> Transition:
+    """Process one check outcome (or an application error's Unknown description)."""
+    current = description.servers.get(sd.address)
+    if current is None:
+        # The server was removed while it was being checked: ignore its outcome.
+        return Transition(description, description)
+    known, reported = current.topology_version, sd.topology_version
+    if (
+        known is not None
+        and reported is not None
+        # A counter that did not go down cannot be older: no processId comparison.
+        and not (
+            type(known.counter) is int
+            and type(reported.counter) is int
+            and known.counter <= reported.counter
+        )
+        and compare_topology_version(known, reported) > 0
+    ):
+        # Older than what we already know: keep the current description.
+        return Transition(description, description)
+
+    update = _Update(description)
+    topology_type = description.type
+
+    if topology_type is _SINGLE:
+        replica_set = description.settings.replica_set
+        if replica_set is not None and sd.set_name != replica_set:
+            found = "no setName" if sd.set_name is None else f"setName {sd.set_name!r}"
+            sd = ServerDescription.from_error(
+                sd.address,
+                sd.error
+                or f"replica set name mismatch: expected {replica_set!r}, but {sd.address} "
+                f"reports {found}",
+                last_update_time=sd.last_update_time,
+            )
+        update.servers[sd.address] = sd
+        return _transition(update, sd)
+
+    update.servers[sd.address] = sd
+    if topology_type is not _LOAD_BALANCED:
+        handler = _TABLE[topology_type].get(sd.type)
+        if handler is not None:
+            try:
+                handler(update, sd)
+            except Exception as exc:
+                # A description built by hand with values parsing never gives (a
+                # wire version that is not a number, ...): never let it wedge the
+                # topology. The server becomes Unknown, with the reason.
+                _log.error("cannot apply %r", sd, exc_info=True)
+                unknown = ServerDescription.from_error(
+                    sd.address,
+                    f"invalid server description: {type(exc).__name__}: {exc}",
+                    last_update_time=sd.last_update_time,
+                )
+                return apply(description, unknown)
+    return _transition(update, sd)
+
+
+def apply_srv_hosts(description: TopologyDescription, hosts: Iterable[Address]) -> Transition:
+    """SRV polling: make the servers of a Sharded or Unknown topology match the SRV records.
+
+    Spec: polling-srv-records-for-mongos-discovery ("Polling" and the host list it
+    gives): new hosts are added as Unknown and monitored; hosts no longer listed are
+    removed. Other topology types are left alone.
+    """
+    if description.type not in (_T.SHARDED, _T.UNKNOWN):
+        return Transition(description, description)
+    wanted = set(hosts)
+    update = _Update(description)
+    for address in sorted(wanted - set(update.servers), key=_address_sort_key):
+        update.servers[address] = ServerDescription(address)
+        update.added = _append(update.added, address)
+    for address in [a for a in update.servers if a not in wanted]:
+        update.remove(address)
+    if not update.added and not update.removed:
+        return Transition(description, description)
+    new = TopologyDescription(
+        update.type, update.servers, description.settings, set_name=description.set_name
+    )
+    return Transition(description, new, None, tuple(update.added), tuple(update.removed))
+
+
+def remove_all(description: TopologyDescription) -> Transition:
+    """Client closing: remove every server and set the TopologyType to Unknown."""
+    closed = TopologyDescription(_T.UNKNOWN, {}, description.settings)
+    return Transition(description, closed, removed=tuple(description.servers))

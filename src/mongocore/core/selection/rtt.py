@@ -8,16 +8,15 @@ Also server-monitoring ("Measuring RTT"): the minimum RTT over at most the last 
 samples, reported as 0 until at least 2 samples have been gathered.
 
 ``RoundTripTime`` is an immutable value (``add`` returns a new one), so a monitor
-can publish it by plain assignment and readers never see a half-updated state.
-``RoundTripTimeAverager`` is a small thread-safe holder of the current value for
-the monitor threads. Units are whatever the caller feeds in (mongocore uses
-seconds everywhere).
+can publish it by plain assignment and readers never see a half-updated state; the
+thread-safe holder the monitor threads share is the shell's
+(``mongocore.io.rtt_monitor.RoundTripTimeAverager``). Units are whatever the caller
+feeds in (mongocore uses seconds everywhere).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from typing import Optional
 
 __all__ = [
@@ -26,7 +25,6 @@ __all__ = [
     "MIN_RTT_SAMPLES",
     "MIN_RTT_WINDOW",
     "RoundTripTime",
-    "RoundTripTimeAverager",
 ]
 
 #: The seed's weighting factor for the newest sample.
@@ -88,36 +86,3 @@ class RoundTripTime:
 
 
 EMPTY = RoundTripTime()
-
-
-class RoundTripTimeAverager:
-    """A thread-safe holder of the current ``RoundTripTime`` for one server's monitor."""
-
-    __slots__ = ("_lock", "_value")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._value = EMPTY
-
-    def add(self, sample: float) -> RoundTripTime:
-        """Record one measurement; returns the new value."""
-        with self._lock:
-            value = self._value = self._value.add(sample)
-        return value
-
-    def reset(self) -> None:
-        """Forget every sample (the server became unavailable)."""
-        with self._lock:
-            self._value = EMPTY
-
-    @property
-    def value(self) -> RoundTripTime:
-        return self._value
-
-    @property
-    def average(self) -> Optional[float]:
-        return self._value.average
-
-    @property
-    def minimum(self) -> float:
-        return self._value.minimum

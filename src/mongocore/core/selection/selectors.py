@@ -12,15 +12,18 @@ one load balancer is always suitable) and deprioritized servers (filtered out
 first, unless that leaves no suitable server).
 
 Each TopologyDescription is immutable, so what every selection needs is computed
-once per description and kept in ``description.selection_cache``: the primary, the
-secondaries, the mongoses, the staleness of each secondary, and, per read
-preference, the servers in the latency window. A repeated selection on the same
-description is then a dictionary look-up and one random draw.
+once per description (the spec's "precompute once per description"): a
+:class:`SelectionFacts`, made from a description and immutable in turn, holds the
+primary, the secondaries, the mongoses and the available servers. The latency window
+of a read preference is a pure function of the facts (:func:`latency_window`); the
+shell keeps the windows it has computed for the current description
+(``mongocore.io.selection_cache``), so that a repeated selection is a dictionary
+look-up and one random draw. The random draw is the caller's: :func:`choose` takes the
+random source, and this module keeps no random state of its own.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Sequence
 from typing import Optional, Protocol, Union
 
@@ -36,7 +39,10 @@ __all__ = [
     "MAX_STALENESS_MIN_WIRE_VERSION",
     "SMALLEST_MAX_STALENESS_SECONDS",
     "RandomSource",
+    "SelectionFacts",
+    "choose",
     "in_latency_window",
+    "latency_window",
     "select_server",
     "select_servers",
     "staleness",
@@ -53,10 +59,6 @@ MAX_STALENESS_MIN_WIRE_VERSION = 5
 # milliseconds, and 0.005 + 0.015 need not equal 0.02 exactly. A nanosecond changes
 # no real outcome and keeps the seed's inclusive bounds inclusive.
 _EPSILON = 1e-9
-# Beyond this many entries (distinct read preferences) a description stops caching
-# latency windows, so an application that builds endless read preferences cannot
-# grow one description without bound.
-_MAX_CACHED_WINDOWS = 64
 
 _T = TopologyType
 _RS_TYPES = frozenset({_T.REPLICA_SET_NO_PRIMARY, _T.REPLICA_SET_WITH_PRIMARY})
@@ -90,22 +92,19 @@ Deprioritized = Iterable[Union[Address, ServerDescription]]
 
 # --- what every selection on one description needs, computed once ---------------
 
-_FACTS = object()  # the selection_cache key of a description's _Facts
 
-
-class _Facts:
-    """The candidate lists of one description (or of a view without some servers)."""
+class SelectionFacts:
+    """The candidate lists of one description (or of a view without some servers),
+    computed when it is made and immutable afterwards."""
 
     __slots__ = (
         "available",
         "description",
         "members",
-        "parent",
         "primary",
         "routed",
         "routing",
         "secondaries",
-        "stale",
     )
 
     description: TopologyDescription
@@ -119,17 +118,8 @@ class _Facts:
     members: tuple[ServerDescription, ...]
     #: Every available server (for the maxStalenessSeconds wire version check).
     available: tuple[ServerDescription, ...]
-    #: address -> staleness in seconds (None: unknown), computed on first need.
-    stale: Optional[dict[Address, Optional[float]]]
-    #: The full facts this view was filtered from (deprioritized servers), if any.
-    parent: Optional[_Facts]
 
-    @classmethod
-    def of(cls, description: TopologyDescription) -> _Facts:
-        self = cls()
-        self.description = description
-        self.parent = None
-        self.stale = None
+    def __init__(self, description: TopologyDescription) -> None:
         topology_type = description.type
         available: list[ServerDescription] = []
         members: list[ServerDescription] = []
@@ -139,7 +129,7 @@ class _Facts:
         primary = None
         # One pass, comparing types by identity with module-level names: this runs
         # once per description, but on every topology change.
-        for sd in description._servers.values():  # the dict, not its read-only view
+        for sd in description.servers.values():
             server_type = sd.type
             if server_type is _UNKNOWN or server_type is _POSSIBLE_PRIMARY:
                 continue  # not available
@@ -167,49 +157,58 @@ class _Facts:
         else:
             routing = False
         is_replica_set = topology_type in _RS_TYPES
-        self.routing = routing
-        self.routed = routed
-        self.primary = primary if is_replica_set else None
-        self.secondaries = tuple(secondaries) if is_replica_set else _EMPTY
-        self.members = tuple(members) if is_replica_set else _EMPTY
-        self.available = tuple(available)
-        return self
+        _init(
+            self,
+            description,
+            routing,
+            routed,
+            primary if is_replica_set else None,
+            tuple(secondaries) if is_replica_set else _EMPTY,
+            tuple(members) if is_replica_set else _EMPTY,
+            tuple(available),
+        )
 
-    def without(self, excluded: frozenset[Address]) -> _Facts:
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SelectionFacts is immutable; cannot set {name!r}")
+
+    def without(self, excluded: frozenset[Address]) -> SelectionFacts:
         """A view with the deprioritized servers left out."""
-        view = _Facts()
-        view.description = self.description
-        view.parent = self
-        view.stale = None
-        view.available = self.available
-        view.routing = self.routing
-        view.routed = tuple(sd for sd in self.routed if sd.address not in excluded)
+        view = _new_object(SelectionFacts)
         primary = self.primary
-        view.primary = None if primary is None or primary.address in excluded else primary
-        view.secondaries = tuple(sd for sd in self.secondaries if sd.address not in excluded)
-        view.members = tuple(sd for sd in self.members if sd.address not in excluded)
+        _init(
+            view,
+            self.description,
+            self.routing,
+            tuple(sd for sd in self.routed if sd.address not in excluded),
+            None if primary is None or primary.address in excluded else primary,
+            tuple(sd for sd in self.secondaries if sd.address not in excluded),
+            tuple(sd for sd in self.members if sd.address not in excluded),
+            self.available,
+        )
         return view
 
-    def staleness(self) -> dict[Address, Optional[float]]:
-        """Each secondary's estimated staleness in seconds, over the whole description.
 
-        A view without deprioritized servers uses its full description's numbers:
-        leaving a server out of selection does not change how stale the others are.
-        """
-        if self.parent is not None:
-            return self.parent.staleness()
-        stale = self.stale
-        if stale is None:
-            stale = self.stale = _staleness_of_secondaries(self.description)
-        return stale
+_new_object = object.__new__
+_set = object.__setattr__
 
 
-def _facts(description: TopologyDescription) -> _Facts:
-    cache = description.selection_cache
-    facts: Optional[_Facts] = cache.get(_FACTS)
-    if facts is None:
-        facts = cache[_FACTS] = _Facts.of(description)
-    return facts
+def _init(  # noqa: PLR0917 - positional, as the slots are listed
+    facts: SelectionFacts,
+    description: TopologyDescription,
+    routing: bool,
+    routed: tuple[ServerDescription, ...],
+    primary: Optional[ServerDescription],
+    secondaries: tuple[ServerDescription, ...],
+    members: tuple[ServerDescription, ...],
+    available: tuple[ServerDescription, ...],
+) -> None:
+    _set(facts, "description", description)
+    _set(facts, "routing", routing)
+    _set(facts, "routed", routed)
+    _set(facts, "primary", primary)
+    _set(facts, "secondaries", secondaries)
+    _set(facts, "members", members)
+    _set(facts, "available", available)
 
 
 # --- staleness --------------------------------------------------------------------
@@ -253,7 +252,7 @@ def staleness(description: TopologyDescription, server: ServerDescription) -> Op
     """
     if server.type is not _SECONDARY:
         return 0.0
-    return _facts(description).staleness().get(server.address)
+    return _staleness_of_secondaries(description).get(server.address)
 
 
 # --- the seed's checks before suitability ---------------------------------------
@@ -270,7 +269,7 @@ def _max_wire_version(sd: ServerDescription) -> int:
 
 
 def _check_max_staleness(
-    description: TopologyDescription, facts: _Facts, read_preference: ReadPreference
+    description: TopologyDescription, facts: SelectionFacts, read_preference: ReadPreference
 ) -> None:
     """The maxStalenessSeconds checks that depend on the deployment."""
     max_staleness = read_preference.max_staleness_seconds
@@ -306,12 +305,16 @@ def _check_max_staleness(
 
 
 def _eligible(
-    facts: _Facts, candidates: tuple[ServerDescription, ...], read_preference: ReadPreference
+    facts: SelectionFacts,
+    candidates: tuple[ServerDescription, ...],
+    read_preference: ReadPreference,
 ) -> tuple[ServerDescription, ...]:
     """Filter candidates by maxStalenessSeconds, then by the first matching tag set."""
     max_staleness = read_preference.max_staleness_seconds
     if max_staleness is not None and candidates:
-        stale = facts.staleness()
+        # Over the whole description: leaving deprioritized servers out of selection
+        # does not change how stale the others are.
+        stale = _staleness_of_secondaries(facts.description)
         limit = max_staleness + _EPSILON
         fresh = []
         for sd in candidates:
@@ -341,7 +344,7 @@ def _eligible(
 
 
 def _suitable(
-    facts: _Facts, read_preference: Optional[ReadPreference]
+    facts: SelectionFacts, read_preference: Optional[ReadPreference]
 ) -> tuple[ServerDescription, ...]:
     """The seed's suitable servers by topology type and operation (None = write)."""
     if facts.routing:
@@ -371,12 +374,12 @@ def _deprioritized_addresses(deprioritized: Deprioritized) -> frozenset[Address]
 
 
 def _suitable_servers(
-    description: TopologyDescription,
+    facts: SelectionFacts,
     read_preference: Optional[ReadPreference],
     deprioritized: Deprioritized,
 ) -> tuple[ServerDescription, ...]:
+    description = facts.description
     _check_compatible(description)
-    facts = _facts(description)
     if read_preference is not None:
         _check_max_staleness(description, facts, read_preference)
     if deprioritized:
@@ -402,7 +405,7 @@ def select_servers(
     compatible, and InvalidReadPreference if maxStalenessSeconds cannot be used
     with this deployment. The latency window is not applied here.
     """
-    return list(_suitable_servers(description, read_preference, deprioritized))
+    return list(_suitable_servers(SelectionFacts(description), read_preference, deprioritized))
 
 
 # --- the latency window -------------------------------------------------------------
@@ -432,32 +435,53 @@ def in_latency_window(
     return list(_window(servers, local_threshold))
 
 
-def _latency_window(
-    description: TopologyDescription,
-    read_preference: Optional[ReadPreference],
-    deprioritized: Deprioritized,
+def latency_window(
+    facts: SelectionFacts,
+    read_preference: Optional[ReadPreference] = None,
+    deprioritized: Deprioritized = (),
 ) -> tuple[ServerDescription, ...]:
+    """The servers to choose from: suitable for a read with ``read_preference`` (a write
+    if None), then within the latency window, in the seed's order.
+
+    Raises IncompatibleServerError if the description is not compatible, and
+    InvalidReadPreference if maxStalenessSeconds cannot be used here. Empty means no
+    server is suitable now: the caller requests a check and waits.
+    """
+    description = facts.description
     if (
         not deprioritized
         and description.type is _WITH_PRIMARY
         and (read_preference is None or read_preference.mode is _MODE_PRIMARY)
     ):
-        # Writes and mode primary: the primary alone, which the description already
-        # knows; nothing else needs computing.
+        # Writes and mode primary: the primary alone, which the facts already know;
+        # nothing else needs computing.
         _check_compatible(description)
-        primary = description.primary
+        primary = facts.primary
         return _EMPTY if primary is None else (primary,)
-    suitable = _suitable_servers(description, read_preference, deprioritized)
+    suitable = _suitable_servers(facts, read_preference, deprioritized)
     return _window(suitable, description.settings.local_threshold)
 
 
 # --- selecting one server ---------------------------------------------------------
 
 
+def choose(window: Sequence[ServerDescription], rng: RandomSource) -> Optional[ServerDescription]:
+    """One server of ``window`` (a latency window), uniformly at random with ``rng``
+    (the seed's "randomly select one"); None if the window is empty."""
+    count = len(window)
+    if count == 1:
+        return window[0]
+    if count == 0:
+        return None
+    # Uniform: random() is a multiple of 2**-53 in [0, 1), so each index is drawn
+    # with probability 1/count to within count * 2**-53.
+    return window[int(rng.random() * count)]
+
+
 def select_server(
     description: TopologyDescription,
-    read_preference: Optional[ReadPreference] = None,
-    rng: Optional[RandomSource] = None,
+    read_preference: Optional[ReadPreference],
+    rng: RandomSource,
     *,
     deprioritized: Deprioritized = (),
 ) -> Optional[ServerDescription]:
@@ -466,37 +490,9 @@ def select_server(
     In the seed's order: raise IncompatibleServerError if the description is not
     compatible; raise InvalidReadPreference if maxStalenessSeconds cannot be used
     here; find the suitable servers; keep those in the latency window; pick one of
-    them uniformly at random with ``rng`` (default: the ``random`` module). None
-    means no server is suitable now: the caller requests a check and waits.
+    them uniformly at random with ``rng``. None means no server is suitable now: the
+    caller requests a check and waits. Each call computes the description's
+    :class:`SelectionFacts` afresh; a caller selecting on one description many times
+    makes them once and calls :func:`latency_window` and :func:`choose`.
     """
-    if deprioritized:
-        window = _latency_window(description, read_preference, deprioritized)
-    else:
-        cache = description.selection_cache
-        # Mode primary selects what a write selects (it takes no tags and no
-        # maxStalenessSeconds): both share the entry under None, found without
-        # ReadPreference.__hash__, a Python call on every read.
-        key = (
-            None
-            if read_preference is None or read_preference.mode is _MODE_PRIMARY
-            else read_preference
-        )
-        cached: Optional[tuple[ServerDescription, ...]] = cache.get(key)
-        if cached is None:
-            window = _latency_window(description, read_preference, ())
-            if len(cache) < _MAX_CACHED_WINDOWS:
-                cache[key] = window
-        else:
-            window = cached
-    count = len(window)
-    if count == 1:
-        return window[0]
-    if count == 0:
-        return None
-    # Uniform: random() is a multiple of 2**-53 in [0, 1), so each index is drawn
-    # with probability 1/count to within count * 2**-53.
-    draw = _random() if rng is None else rng.random()
-    return window[int(draw * count)]
-
-
-_random = random.random
+    return choose(latency_window(SelectionFacts(description), read_preference, deprioritized), rng)

@@ -2,7 +2,7 @@
 
 Pure code, no sockets: OP_MSG for every command and reply, legacy OP_QUERY and
 OP_REPLY for the first handshake, OP_COMPRESSED around any of them, the standard
-message header, request ids, the size limits a server announces, and reading one
+message header, the size limits a server announces, and reading one
 message through a caller-supplied ``recv_exactly``. Both directions are encoded and
 decoded, so the client's connections and the simulated server share it.
 """
@@ -25,9 +25,7 @@ from mongocore.core.wire.header import (
     MAX_INT32,
     MsgHeader,
     OpCode,
-    next_request_id,
     pack_header,
-    request_id_generator,
     unpack_header,
 )
 from mongocore.core.wire.legacy import (
@@ -128,11 +126,9 @@ __all__ = [
     "encode_op_query",
     "encode_op_reply",
     "max_reply_size",
-    "next_request_id",
     "op_msg_overhead",
     "pack_header",
     "read_message",
-    "request_id_generator",
     "split_batches",
     "unpack_header",
 ]

@@ -1,4 +1,4 @@
-"""The standard message header of the MongoDB wire protocol, opcodes and request ids.
+"""The standard message header of the MongoDB wire protocol and its opcodes.
 
 Every message starts with the same 16 bytes (MongoDB Wire Protocol, "Standard Message
 Header"): ``int32 messageLength`` (the whole message, header included),
@@ -8,11 +8,9 @@ Header"): ``int32 messageLength`` (the whole message, header included),
 from __future__ import annotations
 
 import enum
-import itertools
 import struct
-from typing import Callable, NamedTuple, Union
+from typing import NamedTuple, Union
 
-from mongocore.core.counters import atomic_next
 from mongocore.errors import ProtocolError
 
 __all__ = [
@@ -20,9 +18,7 @@ __all__ = [
     "MAX_INT32",
     "MsgHeader",
     "OpCode",
-    "next_request_id",
     "pack_header",
-    "request_id_generator",
     "unpack_header",
 ]
 
@@ -75,23 +71,3 @@ def unpack_header(data: _Buffer) -> MsgHeader:
         )
     # tuple.__new__ straight from the four unpacked ints: what _make does, minus two calls.
     return _new_tuple(MsgHeader, _unpack_header_from(data))
-
-
-def request_id_generator(start: int = 0) -> Callable[[], int]:
-    """A thread-safe source of request ids: ``start + 1`` up to 2**31 - 1, then from 1
-    again.
-
-    Zero and negative ids are never produced: ``responseTo`` 0 means "not a reply",
-    and a positive id cannot be mistaken for it. The source is a chain of C iterators
-    (ranges, repeated), taken without a Python call (:func:`atomic_next`).
-    """
-    if not 0 <= start <= MAX_INT32:
-        raise ValueError(f"start must be in [0, {MAX_INT32}], got {start}")
-    every_id = range(1, MAX_INT32 + 1)
-    return atomic_next(
-        itertools.chain(every_id[start:], itertools.chain.from_iterable(itertools.repeat(every_id)))
-    )
-
-
-next_request_id = request_id_generator()
-"""The process-wide request id source used by connections and the simulated server."""

@@ -14,6 +14,12 @@ it in place. From then on it *is* a standard dataclass: :func:`dataclasses.field
 checkers see the standard decorators (the names are aliases for them when type
 checking).
 
+The module is a leaf beside :mod:`mongocore.errors` that every layer uses, and not part
+of the pure core: completing a class on first use is a fact of the interpreter, not of
+any specification, and two threads may make a class's first instance at once, so the
+completion takes a lock. The core's own modules hold no lock (tests/unit/test_layers.py
+checks it).
+
 Only what the package needs is supported: options of ``dataclasses.dataclass``
 that keep the class object (``slots=True``, which builds a new class, is refused),
 and ``field()`` with ``default``, ``default_factory``, ``repr`` and ``compare``.
