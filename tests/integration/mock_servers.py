@@ -203,6 +203,10 @@ class Background:
         except BaseException as exc:
             self._error = exc
 
+    def done(self) -> bool:
+        """Has the function returned or raised already?"""
+        return not self._thread.is_alive()
+
     def result(self, timeout: float = DEADLINE) -> Any:
         self._thread.join(timeout)
         if self._thread.is_alive():

@@ -135,6 +135,9 @@ MonitorFactory = Callable[..., tuple[Monitor, Target, Heartbeats]]
 @pytest.fixture
 def start_monitor() -> Iterator[MonitorFactory]:
     monitors: list[Monitor] = []
+    # The monitors hold their targets weakly (as a topology is held): the fixture keeps
+    # them alive, as a client keeps its topology.
+    targets: list[Target] = []
 
     def start(
         address: Address,
@@ -143,6 +146,7 @@ def start_monitor() -> Iterator[MonitorFactory]:
         **kwargs: Any,
     ) -> tuple[Monitor, Target, Heartbeats]:
         target = target or Target()
+        targets.append(target)
         heartbeats = Heartbeats()
         monitor = Monitor(
             address,

@@ -5,7 +5,9 @@ that fails with a network timeout clears the pool with interruptInUseConnections
 true), connection-monitoring-and-pooling.md, "Clearing a connection pool" (the
 connections checked out then are closed, and their operations fail with a network
 error that follows the retry rules). Closing the client closes the connections in
-use too: an operation in flight ends with an error instead of outliving the client.
+use too: an operation in flight ends with an error instead of outliving the client,
+even on a server that left the topology meanwhile (its pool was closed then, its
+in-use connections left alone, as the spec closes a removed server's pool).
 
 Every wait is bounded by a generous deadline; nothing here measures time.
 """
@@ -24,7 +26,12 @@ pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from mongocore.api.client import Client
 from mongocore.core.address import Address
-from mongocore.core.events import ConnectionPoolListener, PoolClearedEvent
+from mongocore.core.events import (
+    ConnectionPoolListener,
+    PoolClearedEvent,
+    ServerClosedEvent,
+    ServerListener,
+)
 from mongocore.core.wire.legacy import OpQuery
 from mongocore.core.wire.op_msg import OpMsg
 from mongocore.errors import ConnectionFailure, InvalidOperation
@@ -50,6 +57,18 @@ class PoolClears(ConnectionPoolListener):
             event = self.events.get(timeout=DEADLINE)
             if event.address == address and event.interrupt_in_use_connections:
                 return event
+
+
+class ServerCloses(ServerListener):
+    def __init__(self) -> None:
+        self.addresses: queue.Queue[Address] = queue.Queue()
+
+    def closed(self, event: ServerClosedEvent) -> None:
+        self.addresses.put(event.address)
+
+    def wait_for(self, address: Address) -> None:
+        while self.addresses.get(timeout=DEADLINE) != address:
+            pass
 
 
 @pytest.mark.parametrize("retry_writes", [False, True], ids=["no-retry", "retryWrites"])
@@ -87,6 +106,42 @@ def test_a_write_in_flight_when_the_primary_goes_silent_returns(
             rs.heal(old_primary)
             with contextlib.suppress(BaseException):
                 write.result(DEADLINE)  # joined whatever happened
+
+
+def test_close_ends_a_write_blocked_on_a_member_that_left_the_set(rs: ReplicaSet) -> None:
+    """Catches a Client.close() that interrupts only the pools of servers still in the
+    topology: the insert, blocked on a primary that went silent, then stepped down and
+    was removed from the set (its pool closed, the insert's connection left open, as
+    the spec closes a removed server's pool), would outlive the client. The monitor's
+    check of the silent member cannot time out first (connectTimeoutMS of two
+    minutes), so only close() can end the insert, and it does, with a network error."""
+    closes = ServerCloses()
+    client = Client(
+        rs.uri,
+        retryWrites=False,
+        heartbeatFrequencyMS=500,
+        connectTimeoutMS=120_000,
+        event_listeners=[closes],
+    )
+    old_primary = rs.primary
+    assert old_primary is not None
+    try:
+        items = client["app"]["items"]
+        items.insert_one({"_id": "warm-up"})
+        old_address = Address(*old_primary.address)
+        old_primary.fail_command("insert", block_time_ms=120_000, mode={"times": 1})
+        write = Background(lambda: items.insert_one({"_id": "x"}), name="removed-write")
+        assert rs.wait_for(lambda: old_primary.blocked_operations == 1, DEADLINE)
+        rs.partition(old_primary, mode="drop")  # its replies are lost: it steps down
+        rs.wait_for_primary(DEADLINE)
+        rs.reconfig(remove=[old_primary])
+        closes.wait_for(old_address)  # the client removed it, and closed its pool
+        assert not write.done(), "the insert ended before close()"
+    finally:
+        client.close()
+        rs.heal(old_primary)
+    error = write.error(DEADLINE)
+    assert isinstance(error, (ConnectionFailure, InvalidOperation)), repr(error)
 
 
 def _silent_after_hellos(received: threading.Event) -> Callable[[WirePeer], None]:

@@ -14,6 +14,7 @@ establishment that fails from the pool, before the pool publishes the close.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Optional
 
 from mongocore import _deferred_dataclass as deferred_dataclass
@@ -98,6 +99,9 @@ class ClientTopology:
     def _new_pool(self, address: Address) -> Pool[Connection]:
         settings = self.connection_settings
         authenticator = self._authenticator
+        # Weak, like a monitor's: a pool's background thread must not keep an unclosed
+        # client's topology alive (mongocore.io.topology, the finalizer).
+        topology_ref = weakref.ref(self.topology)
 
         def establish(
             address: Address,
@@ -119,7 +123,10 @@ class ClientTopology:
         def establish_failed(error: BaseException, generation: int) -> None:
             # "MongoDB Handshake errors": the pool reports them (a checkOut's and
             # minPoolSize filling's alike) before it publishes the connection's close.
-            self.topology.handle_error(
+            topology = topology_ref()
+            if topology is None:
+                return  # freed: nobody left to tell
+            topology.handle_error(
                 address,
                 error,
                 generation=generation,

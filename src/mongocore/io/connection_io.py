@@ -155,6 +155,12 @@ class ConnectionIO:
             if not self._busy:
                 self._sock.close()
 
+    def shutdown_nowait(self) -> None:
+        """Shut the socket down without the lock, for a finalizer (which may run while
+        this thread holds it): a read or write blocked on it fails, and its thread then
+        closes the connection. Harmless on a closed socket."""
+        shutdown_socket(self._sock)
+
     def _closed_error(self) -> NetworkError:
         return NetworkError(
             f"connection {self.id} to {self.address} is closed ({self._close_reason})",

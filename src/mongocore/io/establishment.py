@@ -63,6 +63,16 @@ class Cancellation:
             if sock is not None:
                 shutdown_socket(sock)
 
+    def cancel_nowait(self) -> None:
+        """cancel() without waiting for the lock, for a finalizer (which may run while
+        this thread holds it): the mark, and a shutdown of the socket attached now.
+        A socket attached at this very moment may be missed; its connect() then sees
+        the mark at its next step."""
+        self._cancelled = True
+        sock = self._sock
+        if sock is not None:
+            shutdown_socket(sock)
+
     def attach(self, sock: Optional[socket.socket]) -> bool:
         """Attach (or, with None, detach) a socket; False if already cancelled."""
         with self._lock:

@@ -38,12 +38,18 @@ may leave the topology on a description the monitor can no longer vouch for.
 One deliberate addition to the spec: a server that answers awaitable hellos at once
 without a newer topologyVersion does not make the monitor spin (a new awaitable hello
 is sent at most every ``min_heartbeat_frequency``).
+
+The monitor holds its target (the topology) through a weak reference, as pymongo's
+monitors do: the thread does not keep a client alive that its owner dropped without
+closing it. The topology's finalizer then calls :meth:`Monitor.abandon`, and the
+thread ends, closing its connections, its RTT thread and its server's pool.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple, Optional, Protocol
 
@@ -80,6 +86,7 @@ from mongocore.io.monitor_settings import MonitorSettings, streaming_enabled
 from mongocore.io.rtt_monitor import RoundTripTimeAverager, RttMonitor
 
 __all__ = [
+    "Closable",
     "Monitor",
     "MonitorSettings",
     "MonitorTarget",
@@ -99,6 +106,16 @@ class MonitorTarget(Protocol):
     def on_server_check(
         self, description: ServerDescription, *, interrupt_in_use_connections: bool = False
     ) -> None: ...
+
+
+class Closable(Protocol):
+    """What an abandoned monitor closes on its way out: its server's pool."""
+
+    def close(self, interrupt_in_use_connections: bool = False) -> None: ...
+
+
+#: How long a monitor whose topology was freed waits for the finalizer's abandon().
+_ABANDON_WAIT = 5.0
 
 
 class _Outcome(NamedTuple):
@@ -142,7 +159,12 @@ class Monitor:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._address = address
-        self._target = target
+        # Weak: the monitor thread must not keep an unclosed client's topology alive
+        # (see the module docstring and abandon()).
+        self._target = weakref.ref(target)
+        #: Set by abandon(): what the thread closes on its way out.
+        self._abandoned = False
+        self._abandoned_pool: Optional[Closable] = None
         self._settings = settings
         self._listeners = publisher.heartbeat_listeners if publisher is not None else []
         self._publisher = publisher if publisher is not None else EventPublisher()
@@ -246,9 +268,60 @@ class Monitor:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
+    def abandon(self, pool: Optional[Closable] = None) -> None:
+        """The target was freed without being closed (a client its owner dropped): stop,
+        and on the way out close the connections, the RTT thread and ``pool``.
+
+        Called by the topology's finalizer, which may run on any thread at any moment
+        (the garbage collector's), this monitor's own thread included, inside one of its
+        critical sections: it waits for no lock. It marks the monitor stopped, shuts down
+        the socket a check may be blocked on, and wakes the thread if the lock is free;
+        a thread it could not wake sees the mark when its wait ends, within a heartbeat.
+        """
+        self._abandoned_pool = pool
+        self._abandoned = True
+        self._stopped = True
+        connection, cancellation = self._slot.connection, self._slot.cancellation
+        if cancellation is not None:
+            cancellation.cancel_nowait()
+        if connection is not None:
+            connection.shutdown_nowait()
+        if self._lock.acquire(blocking=False):
+            try:
+                self._cond.notify_all()
+            finally:
+                self._lock.release()
+
     # --- the monitor thread ---------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            if not self._abandoned and self._target() is None:
+                # The topology was freed and this thread saw it first: the garbage
+                # collector clears weak references just before it runs finalizers, so
+                # the topology's is running now and hands over the pool through
+                # abandon(), which notifies the condition if it can (a bounded wait).
+                with self._lock:
+                    if not self._abandoned:
+                        self._cond.wait(_ABANDON_WAIT)
+            if self._abandoned:
+                self._retire()
+
+    def _retire(self) -> None:
+        """After abandon(), on the monitor's own thread: close what abandon() could not."""
+        with self._lock:
+            taken = self._slot.take_locked()
+            rtt_monitor = self._rtt_monitor
+        abort(taken, "client freed")
+        if rtt_monitor is not None:
+            rtt_monitor.close()
+        pool = self._abandoned_pool
+        if pool is not None:
+            pool.close(interrupt_in_use_connections=True)
+
+    def _loop(self) -> None:
         while not self._stopped:
             try:
                 if not self._iteration():
@@ -316,13 +389,14 @@ class Monitor:
         server check").
         """
         self._description = description
-        if self._stopped:
+        target = self._target()
+        if self._stopped or target is None:
             return False
         try:
             if timed_out:
-                self._target.on_server_check(description, interrupt_in_use_connections=True)
+                target.on_server_check(description, interrupt_in_use_connections=True)
             else:
-                self._target.on_server_check(description)
+                target.on_server_check(description)
         except Exception as exc:
             # The topology could not take this outcome. Were it merely logged, the
             # topology would keep the last description it took, however wrong, for
@@ -343,10 +417,11 @@ class Monitor:
         the caller); a target that raises again is logged, never propagated."""
         unknown = ServerDescription.from_error(self._address, error, last_update_time=self._clock())
         self._description = unknown
-        if self._stopped:
+        target = self._target()
+        if self._stopped or target is None:
             return
         try:
-            self._target.on_server_check(unknown)
+            target.on_server_check(unknown)
         except Exception:
             _log.error(
                 "monitor of %s: the topology failed to mark the server Unknown",

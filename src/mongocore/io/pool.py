@@ -162,13 +162,18 @@ class Pool(PoolCheckOut[C], PoolMaintenance[C]):
         ``interrupt_in_use_connections`` (a client closing) they are closed now, and
         connections being established are aborted, so that no operation outlives the
         client: a thread blocked reading a reply fails at once with a network error.
+        That holds for a pool closed already too (its server left the topology while an
+        operation was blocked on it): its in-use connections are closed then.
         """
         to_close: Closing[C] = []
         to_cancel: list[Cancellable] = []
         thread: Optional[threading.Thread] = None
         try:
             with self._lock:
-                if self._state is PoolState.CLOSED:
+                closed_before = self._state is PoolState.CLOSED
+                if closed_before and not (
+                    interrupt_in_use_connections and (self._in_use or self._establishing)
+                ):
                     return
                 self._state = PoolState.CLOSED
                 for conn in self._available:
@@ -183,11 +188,12 @@ class Pool(PoolCheckOut[C], PoolMaintenance[C]):
                         self._closed_by_clear.discard(conn.id)
                         self._discard_locked(conn, ConnectionClosedReason.POOL_CLOSED, closing)
                     to_cancel = [c for _, c in self._establishing.values()]
-                self._fail_waiters_locked(CheckOutFailedReason.POOL_CLOSED, self._closed_error)
-                if self._cmap:
-                    self._events.append(("pool_closed", PoolClosedEvent(self._address)))
-                thread = self._thread
-                self._maintenance_cond.notify_all()
+                if not closed_before:
+                    self._fail_waiters_locked(CheckOutFailedReason.POOL_CLOSED, self._closed_error)
+                    if self._cmap:
+                        self._events.append(("pool_closed", PoolClosedEvent(self._address)))
+                    thread = self._thread
+                    self._maintenance_cond.notify_all()
         finally:
             self._finish(to_close)
         for cancellation in to_cancel:

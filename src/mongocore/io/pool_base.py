@@ -252,6 +252,8 @@ class PoolBase(Generic[C]):
         self._pending = 0
         self._waiters: deque[Waiter] = deque()
         self._maintenance_requested = False
+        #: Set by abandon() (a finalizer): the background thread closes the pool.
+        self._abandoned = False
         self._thread: Optional[threading.Thread] = None
 
         self._events: deque[tuple[str, object]] = deque()
@@ -458,6 +460,10 @@ class PoolBase(Generic[C]):
                 ("connection_closed", ConnectionClosedEvent(self._address, conn.id, reason))
             )
         to_close.append((conn, reason))
+
+    def close(self, interrupt_in_use_connections: bool = False) -> None:
+        """Close the pool ("Closing a Connection Pool"): :class:`~mongocore.io.pool.Pool`'s."""
+        raise NotImplementedError
 
     def _finish(self, to_close: Closing[C]) -> None:
         """After releasing the lock: deliver queued events, then close connections."""

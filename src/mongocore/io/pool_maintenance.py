@@ -48,6 +48,20 @@ class PoolMaintenance(PoolBase[C]):
             self._maintenance_requested = True
             self._maintenance_cond.notify()
 
+    def abandon(self) -> None:
+        """The topology was freed without being closed (a client its owner dropped,
+        behind a load balancer, where no monitor closes the pool): the background
+        thread, if there is one, closes the pool and ends.
+
+        Called by the topology's finalizer, on any thread at any moment: it waits for
+        no lock (a thread it could not wake sees the mark at its next Run)."""
+        self._abandoned = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._maintenance_cond.notify_all()
+            finally:
+                self._lock.release()
+
     def run_maintenance(self) -> None:
         """One background thread Run: close perished available connections, then, while
         the pool is ready, create connections up to minPoolSize. Does only the work that
@@ -145,14 +159,22 @@ class PoolMaintenance(PoolBase[C]):
         while True:
             with self._lock:
                 deadline = time.monotonic() + interval
-                while not self._maintenance_requested and self._state is not PoolState.CLOSED:
+                while (
+                    not self._maintenance_requested
+                    and self._state is not PoolState.CLOSED
+                    and not self._abandoned
+                ):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
                     self._maintenance_cond.wait(remaining)
                 if self._state is PoolState.CLOSED:
                     return
+                abandoned = self._abandoned
                 self._maintenance_requested = False
+            if abandoned:
+                self.close(interrupt_in_use_connections=True)  # not joined: this thread
+                return
             try:
                 self.run_maintenance()
             except Exception:

@@ -18,6 +18,7 @@ import random
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Protocol
 
@@ -86,6 +87,8 @@ class MonitorLike(Protocol):
     def request_check(self) -> None: ...
     def cancel_check(self) -> None: ...
     def close(self) -> None: ...
+
+    # Optional (looked up when needed): abandon(pool), for a topology freed unclosed.
 
 
 class PoolLike(Protocol):
@@ -167,11 +170,21 @@ class Topology:
         # (replaced, not updated, when a selection finds a newer description).
         self._selection = SelectionCache(self._description)
         self._servers: dict[Address, Server] = {}
+        # The pools of servers that left the topology, while an operation may still use
+        # one of their connections: close() interrupts those too. Weak: a pool no
+        # operation holds any more has nothing left to interrupt.
+        self._retired: weakref.WeakSet[PoolLike] = weakref.WeakSet()
         self._opened = False
         self._closed = False
         # Unique per topology; an ObjectId, so that log messages can show it. The client
         # passes its own when its CMAP log messages need it before the topology exists.
         self.topology_id: object = ObjectId() if topology_id is None else topology_id
+        # A topology its owner drops without closing it (a client never closed) is
+        # freed as pymongo's is: nothing of the shell holds it strongly (monitors and
+        # pools reach it through weak references), and this finalizer then ends their
+        # threads. It holds the servers, never the topology; close() detaches it.
+        self._finalizer = weakref.finalize(self, _abandon, self._servers)
+        self._finalizer.atexit = False
 
     # --- life cycle -------------------------------------------------------------
 
@@ -201,15 +214,22 @@ class Topology:
             if self._closed:
                 return
             self._closed = True
+            self._finalizer.detach()
             transition = remove_all(self._description)
             self._description = transition.description
             servers = list(self._servers.values())
             self._servers.clear()
+            retired = list(self._retired)
+            self._retired.clear()
             self._condition.notify_all()
         for server in servers:
             # Closing the client ends the operations in flight too: their connections
             # are closed now, not when checked in, so none waits on a silent server.
             self._stop(server, interrupt_in_use_connections=True)
+        for pool in retired:
+            # So do those on servers that left the topology meanwhile (their pools were
+            # closed then, as the seed says, with their in-use connections left alone).
+            pool.close(interrupt_in_use_connections=True)
         if self._opened and self._publisher.has_sdam_listeners:
             self._publish(events_for_closing(self.topology_id, transition))
 
@@ -296,8 +316,14 @@ class Topology:
 
     def _after(self, transition: Transition, started: list[Server], stopped: list[Server]) -> None:
         """Outside the lock: stop removed servers, start new monitors, publish events."""
-        for server in stopped:
-            self._stop(server)
+        if stopped:
+            with self._lock:
+                closed = self._closed
+                if not closed:
+                    self._retired.update(server.pool for server in stopped)
+            for server in stopped:
+                # Once the topology is closed, nobody would interrupt them later.
+                self._stop(server, interrupt_in_use_connections=closed)
         for server in started:
             if server.monitor is not None:
                 server.monitor.open()
@@ -527,6 +553,28 @@ class Topology:
         if log is not None:
             log.failed(description, error, summary)
         raise error
+
+
+def _abandon(servers: dict[Address, Server]) -> None:
+    """The finalizer of a topology freed without close(): ask each monitor to stop and
+    close its server's pool on its way out (a pool without a monitor, behind a load
+    balancer, closes itself from its background thread, if it has one).
+
+    Runs wherever the garbage collector freed the topology, possibly inside another
+    thread's critical section: the parts' abandon() methods wait for no lock. A part
+    without one (a test's fake) is left alone; nothing may escape a finalizer.
+    """
+    for server in list(servers.values()):
+        try:
+            monitor_abandon = getattr(server.monitor, "abandon", None)
+            if monitor_abandon is not None:
+                monitor_abandon(server.pool)
+            else:
+                pool_abandon = getattr(server.pool, "abandon", None)
+                if pool_abandon is not None:
+                    pool_abandon()
+        except Exception:  # pragma: no cover - a bug; the finalizer must not raise
+            _log.exception("could not stop the parts of %s of a freed topology", server)
 
 
 def application_error(
