@@ -19,6 +19,7 @@ from pymongo.collation import Collation
 import mongocore
 import mongocore.read_concern
 import mongocore.write_concern
+from mongocore._version import PYMONGO_VERSION
 from mongocore.api.client import Client
 from mongocore.api.cursor_type import CursorType, check_cursor_type
 from mongocore.api.mongo_client import MongoClient, seed_list
@@ -64,10 +65,13 @@ def test_constants_have_pymongos_values() -> None:
 
 
 def test_version() -> None:
-    assert mongocore.version == mongocore.__version__
-    assert mongocore.version_tuple[:2] == tuple(
-        int(p) for p in mongocore.__version__.split(".")[:2]
-    )
+    # pymongo's names give the pymongo API level (what ported libraries compare);
+    # __version__ and get_version_string() are mongocore's own.
+    assert mongocore.version == PYMONGO_VERSION
+    assert mongocore.version_tuple == tuple(int(p) for p in PYMONGO_VERSION.split("."))
+    assert mongocore.version_tuple >= (4, 20)
+    assert mongocore.get_version_string() == mongocore.__version__
+    assert mongocore.__version__ != PYMONGO_VERSION
 
 
 def test_concern_modules() -> None:

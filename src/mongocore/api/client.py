@@ -127,13 +127,13 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         # The one I/O the seed allows in a constructor: the initial SRV lookup
         # (nothing is looked up for a mongodb:// URI).
         srv = _configuration(uri, srv_resolver, options)
-        self._options = srv.options
-        self._codec_options = codec.codec_options_for_client(self._options, codec_keywords)
+        self._settings = srv.options
+        self._codec_options = codec.codec_options_for_client(self._settings, codec_keywords)
         settings = srv.topology_settings
         self._read_preference = ReadPreference.from_options(
-            self._options.read_preference,
-            self._options.read_preference_tags or None,
-            self._options.max_staleness_seconds,
+            self._settings.read_preference,
+            self._settings.read_preference_tags or None,
+            self._settings.max_staleness_seconds,
         )
         # The I/O shell (sockets, the wire protocol, pools, monitors, the live
         # topology) and server sessions load with the first client, not with the import
@@ -147,11 +147,11 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
             [] if driver_info is None else [driver_info_of(driver_info)]
         )
         parts = ClientTopology(
-            self._options,
+            self._settings,
             settings,
             driver_info=self._driver_info,
             server_api=server_api,
-            authenticator=_authenticator_for(self._options),
+            authenticator=_authenticator_for(self._settings),
             publisher=self._publisher,
             topology_id=topology_id,
         )
@@ -161,9 +161,9 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         self._close_lock = threading.Lock()
         self._closed = False
         self._write_concern = WriteConcern.from_options(
-            self._options.w, self._options.w_timeout_ms, self._options.journal
+            self._settings.w, self._settings.w_timeout_ms, self._settings.journal
         )
-        self._read_concern = ReadConcern(self._options.read_concern_level)
+        self._read_concern = ReadConcern(self._settings.read_concern_level)
         self._session_pool: ServerSessionPool = ServerSessionPool()
         self._cluster_clock: ClusterClock = ClusterClock()
         self._executor_instance: Optional[Executor] = None  # see _executor
@@ -200,12 +200,12 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
             from mongocore.api.client_options import PoolOptions  # noqa: PLC0415
 
             shown = self._shown_options = Shown(
-                self._options,
+                self._settings,
                 codec_options=self._codec_options,
                 read_preference=self._read_preference,
                 write_concern=self._write_concern,
                 read_concern=self._read_concern,
-                pool_options=PoolOptions(self._options, self._driver_info, self._server_api),
+                pool_options=PoolOptions(self._settings, self._driver_info, self._server_api),
                 event_listeners=self._event_listeners,
                 connect=self._connect,
             )
@@ -215,7 +215,13 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
     def settings(self) -> ClientOptions:
         """Every option of the client, typed, in mongocore's names (connection string
         options and keywords merged, validated, with their defaults)."""
-        return self._options
+        return self._settings
+
+    @property
+    def _options(self) -> PymongoClientOptions:
+        # pymongo 4.9 and newer keep client.options here, and libraries read it
+        # (MongoEngine's tests: client._options.replica_set_name).
+        return self.options
 
     @property
     def topology_description(self) -> TopologyDescription:
@@ -301,7 +307,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         """The database ``name`` (the connection string's database when None); each
         option not given is the client's."""
         if name is None:
-            name = self._options.database
+            name = self._settings.database
             if not name:
                 raise ConfigurationError("No default database name defined or provided.")
         from mongocore.api.database import Database  # noqa: PLC0415
@@ -325,7 +331,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
     ) -> Database:
         """The connection string's database, else ``default``; ConfigurationError if
         neither names one."""
-        name = self._options.database or default
+        name = self._settings.database or default
         if not name:
             raise ConfigurationError("No default database name defined or provided.")
         return self.get_database(name, codec_options, read_preference, write_concern, read_concern)
@@ -480,7 +486,7 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         return f"<Client {self._topology.description!r}>"
 
     def _eq_props(self) -> tuple[Any, ...]:
-        options = self._options
+        options = self._settings
         return (
             tuple(sorted(str(address) for address in options.hosts)),
             options.replica_set,

@@ -130,3 +130,6 @@ class CollectionBase(_Target):
         """This object as the Collection it is part of: the reads, writes and index
         mixins only ever run inside a Collection, which cursors and bulk writes keep."""
         return cast("Collection", self)
+
+    def _cursor_collection(self) -> Collection:
+        return self._collection()

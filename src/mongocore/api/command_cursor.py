@@ -222,6 +222,7 @@ def _run_cursor_command(
         codec_options=target._decoding,
         namespace=_command_namespace(database, body),
     )
+    cursor._scope = target
     comment = body.get("comment")
     if comment is not None:
         # The command's comment tags its cursor's getMores too, as pymongo's do.
@@ -262,7 +263,16 @@ class CommandCursor(_CursorBase, Generic[_DocumentType]):
         self._session = session
         self._owned_session = owned_session
         self._batch_size = batch_size
+        #: The collection or database the command ran on (_run_cursor_command's target).
+        self._scope: Optional[_Target] = None
         self._set_batch(first_batch)
+
+    @property
+    def _collection(self) -> Optional[Collection]:
+        """The collection the cursor reads, as pymongo keeps it (libraries read its
+        ``read_preference``): the aggregate's collection, or the database's ``$cmd``
+        for a database-level command; None for a cursor of no command."""
+        return None if self._scope is None else self._scope._cursor_collection()
 
     @classmethod
     def from_reply(

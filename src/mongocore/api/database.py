@@ -138,6 +138,9 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             read_concern=read_concern,
         )
 
+    def _cursor_collection(self) -> Collection:
+        return self.get_collection("$cmd")
+
     def with_options(
         self,
         codec_options: Optional[AnyCodecOptions] = None,
@@ -279,6 +282,7 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             codec_options=codec_options,
             namespace=_command_namespace(self._name, document),
         )
+        cursor._scope = self
         cursor._get_more_options = _options(comment=comment, maxTimeMS=max_await_time_ms)
         return cursor
 

@@ -22,6 +22,7 @@ from mongocore.write_concern import WriteConcern
 
 if TYPE_CHECKING:
     from mongocore.api.client import Client
+    from mongocore.api.collection import Collection
 
 _dict_to_bson = bson._dict_to_bson
 
@@ -67,6 +68,11 @@ class _Target:
     @property
     def read_concern(self) -> ReadConcern:
         return self._read_concern
+
+    def _cursor_collection(self) -> Collection:
+        """The collection a command cursor of this target reads, as pymongo keeps it
+        (``CommandCursor._collection``): a Collection itself; a Database's ``$cmd``."""
+        raise NotImplementedError
 
     def _encode(self, document: Mapping[str, Any]) -> bytes:
         """A document as BSON, with this target's codec options."""
