@@ -274,6 +274,10 @@ CALLS = [
     ),
     Call("find batch_size getMores", lambda t: t.coll.find({}, batch_size=3)),
     Call("cursor collation and hint", lambda t: t.coll.find().collation(FRENCH).hint("_id_")),
+    # pymongo's find sends no collation for an empty one; its other commands send it.
+    Call("cursor empty collation", lambda t: t.coll.find().collation({}).sort("name")),
+    Call("find empty collation", lambda t: t.coll.find({}, collation={})),
+    Call("count_documents empty collation", lambda t: t.coll.count_documents({}, collation={})),
     Call("cursor where", lambda t: t.coll.find({"x": 1}).where("this.age > 3")),
     Call("cursor where Code", lambda t: t.coll.find().where(Code("this.age < 3"))),
     Call("cursor add_option", lambda t: t.coll.find().add_option(16).add_option(128)),

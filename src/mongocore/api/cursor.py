@@ -356,6 +356,10 @@ class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
         if self._single_batch:
             body["singleBatch"] = True
         body.update(self._options)
+        if "collation" in body and not body["collation"]:
+            # An empty collation is the collection's own: pymongo's find leaves it out
+            # (a server refuses {} as a collation without a locale, 40414).
+            del body["collation"]
         return body
 
     def _start(self) -> None:
