@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 pymongo = pytest.importorskip("pymongo")
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca")
 
 import mongocore  # noqa: E402
 from mongocore.sim import ReplicaSet  # noqa: E402
