@@ -6,6 +6,10 @@ and the simulated deployments most tests share.
   puts it back after every test (killed members restarted, fail points cleared, the
   first primary elected again, the databases dropped), so a test may break it.
 - ``standalone``: the session's simulated standalone (``mongodb_standalone``), likewise.
+- ``cluster``: the session's simulated sharded cluster (``mongodb_sharded_cluster``: one
+  router, a shard of three members), likewise.
+- ``lb``: the session's simulated load-balanced deployment (``mongodb_load_balanced``),
+  likewise.
 
 A test that restarts, heals or adds a member inside itself starts threads that outlive
 it (the deployment is the session's), which the thread-leak check below would report:
@@ -26,7 +30,7 @@ from hypothesis import HealthCheck, settings
 from mongocore.pytest_plugin import MongoDBDeployment
 
 if TYPE_CHECKING:
-    from mongocore.sim import ReplicaSet, Standalone
+    from mongocore.sim import LoadBalanced, ReplicaSet, ShardedCluster, Standalone
 
 # CI runs a fixed, derandomized profile so a result never depends on luck.
 settings.register_profile(
@@ -84,6 +88,20 @@ def standalone(mongodb_standalone: MongoDBDeployment) -> Standalone:
     """The session's standalone (see the module's docstring)."""
     server: Standalone = mongodb_standalone.sim
     return server
+
+
+@pytest.fixture
+def cluster(mongodb_sharded_cluster: MongoDBDeployment) -> ShardedCluster:
+    """The session's sharded cluster (see the module's docstring)."""
+    sharded: ShardedCluster = mongodb_sharded_cluster.sim
+    return sharded
+
+
+@pytest.fixture
+def lb(mongodb_load_balanced: MongoDBDeployment) -> LoadBalanced:
+    """The session's load-balanced deployment (see the module's docstring)."""
+    balanced: LoadBalanced = mongodb_load_balanced.sim
+    return balanced
 
 
 _THIRDPARTY_REPORTS: list[str] = []

@@ -29,6 +29,7 @@ from mongocore.api.collection_writes import ReturnDocument
 from mongocore.core.address import parse_address
 from mongocore.core.description.types import ServerType, TopologyType
 from mongocore.errors import InvalidOperation
+from mongocore.pytest_plugin import MongoDBDeployment
 from mongocore.sim import ReplicaSet, ShardedCluster, Standalone
 from tests.integration.sim_client import sim_client, wait_for_topology
 
@@ -47,10 +48,14 @@ class DecimalCodec(TypeCodec):
         return value.to_decimal()
 
 
+#: Two members and an arbiter, a replica set of each test's own (the plugin's).
+pytestmark = pytest.mark.mongodb(members=2, arbiters=1)
+
+
 @pytest.fixture
-def rs() -> Iterator[ReplicaSet]:
-    with ReplicaSet(2, arbiters=1, election_delay=0.05) as replica_set:
-        yield replica_set
+def rs(mongodb_replica_set_per_test: MongoDBDeployment) -> ReplicaSet:
+    replica_set: ReplicaSet = mongodb_replica_set_per_test.sim
+    return replica_set
 
 
 @pytest.fixture

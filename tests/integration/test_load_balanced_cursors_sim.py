@@ -49,12 +49,6 @@ class _CheckedOut(Recorder):
             self.checked_out -= 1
 
 
-@pytest.fixture(scope="module")
-def lb() -> Iterator[LoadBalanced]:
-    with LoadBalanced() as deployment:
-        yield deployment
-
-
 @pytest.fixture
 def client(lb: LoadBalanced) -> Iterator[tuple[Client, _CheckedOut]]:
     recorder = _CheckedOut()

@@ -26,10 +26,10 @@ from tests.log_capture import LogRecords, capture
 
 
 @pytest.fixture
-def client() -> Iterator[Client]:
-    """A deployment and client for each test: the threads a test starts (a sim
-    connection's, a pool's) end with it (the thread-leak check of tests/conftest.py)."""
-    with ReplicaSet(1, election_delay=0.05) as rs, sim_client(rs.uri) as mongocore_client:
+def client(rs: ReplicaSet) -> Iterator[Client]:
+    """A client for each test: the threads it starts (a sim connection's, a pool's)
+    end with it (the thread-leak check of tests/conftest.py)."""
+    with sim_client(rs.uri) as mongocore_client:
         # Waits for the primary: no "waiting" message in the tests below.
         mongocore_client["db"]["c"].insert_one({"_id": 1, "x": 1})
         yield mongocore_client

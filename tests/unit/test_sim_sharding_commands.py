@@ -14,12 +14,6 @@ from mongocore.sim import ShardedCluster
 from tests.unit.sim_wire import RawClient, connect
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ShardedCluster]:
-    with ShardedCluster(1, shard_members=1, election_delay=0.02) as sharded:
-        yield sharded
-
-
 @pytest.fixture
 def client(cluster: ShardedCluster) -> Iterator[RawClient]:
     with connect(cluster.mongoses[0]) as raw:
