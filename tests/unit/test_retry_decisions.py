@@ -25,7 +25,13 @@ from mongocore.core.retry_policy import (
     is_retryable_write_error,
 )
 from mongocore.core.selection.read_preference import Mode, ReadPreference
-from mongocore.errors import NetworkError, OperationFailure, PoolClearedError, WriteConcernError
+from mongocore.errors import (
+    ExecutionTimeout,
+    NetworkError,
+    OperationFailure,
+    PoolClearedError,
+    WriteConcernError,
+)
 from mongocore.io.operation import apply_read_preference
 
 ADDRESS = Address("db", 27017)
@@ -126,13 +132,16 @@ def test_a_write_policy_that_said_raise_keeps_saying_it() -> None:
     assert policy.attempt_failed(cleared) is cleared
 
 
-def test_expiry_raises_the_latest_error() -> None:
+def test_expiry_raises_a_timeout_error_for_the_latest_error() -> None:
+    # CSOT, "Retryability": a timeout error, the latest error its cause.
     policy = retryable_write_policy()
     first = network(1)
     assert policy.attempt_failed(first) is None
-    assert policy.expired() is first
+    expired = policy.expired()
+    assert isinstance(expired, ExecutionTimeout) and expired.__cause__ is first
     latest = network(2)
-    assert policy.expired(latest) is latest
+    expired = policy.expired(latest)
+    assert isinstance(expired, ExecutionTimeout) and expired.__cause__ is latest
 
 
 def test_mongos_is_sent_the_read_preference_document() -> None:

@@ -35,6 +35,7 @@ from mongocore.core.selection.read_preference import Mode, ReadPreference
 from mongocore.errors import (
     ConfigurationError,
     DocumentTooLarge,
+    ExecutionTimeout,
     NetworkError,
     NetworkTimeout,
     OperationFailure,
@@ -530,17 +531,29 @@ def test_read_driver_error_on_the_first_attempt_propagates() -> None:
     assert policy.checkout_failed(error) is error
 
 
-def test_timeout_ms_expiry_raises_the_last_error() -> None:
+def test_timeout_ms_expiry_raises_a_timeout_error_for_the_last_error() -> None:
+    """CSOT, "Retryability": once timeoutMS expires, a timeout error; the error the
+    policy would have raised is its cause, named in its message, its labels kept."""
     policy = ReadPolicy(enabled=True, count_socket_timeouts=False)
     read_attempt(policy)
-    last = server_error(6)
+    last = server_error(6, errorLabels=["SomeLabel"])
     assert policy.attempt_failed(last) is None
-    assert policy.expired(last) is last
+    expired = policy.expired(last)
+    assert isinstance(expired, ExecutionTimeout) and expired.timeout and expired.code == 50
+    assert expired.__cause__ is last and str(last) in str(expired)
+    assert expired.has_error_label("SomeLabel")
     write = WritePolicy(enabled=True)
     first_attempt(write)
     original = network()
     assert write.attempt_failed(original) is None
-    assert write.expired(original) is original
+    expired = write.expired(original)
+    assert isinstance(expired, ExecutionTimeout) and expired.__cause__ is original
+    # An error that is a timeout already is raised as it is.
+    read = ReadPolicy(enabled=True, count_socket_timeouts=False)
+    read_attempt(read)
+    timed_out = timeout()
+    assert read.attempt_failed(timed_out) is None
+    assert read.expired(timed_out) is timed_out
 
 
 def test_single_attempt_policy_raises_everything() -> None:

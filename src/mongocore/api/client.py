@@ -303,16 +303,20 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> Database:
         """The database ``name`` (the connection string's database when None); each
-        option not given is the client's."""
+        option not given is the client's. ``timeout_ms``: its operations' timeoutMS
+        (0: no limit; by default the client's)."""
         if name is None:
             name = self._settings.database
             if not name:
                 raise ConfigurationError("No default database name defined or provided.")
         from mongocore.api.database import Database  # noqa: PLC0415
+        from mongocore.api.target import _check_timeout_ms  # noqa: PLC0415
 
-        return Database(
+        database = Database(
             self,
             name,
             codec_options=codec_options,
@@ -320,6 +324,8 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
             write_concern=write_concern,
             read_concern=read_concern,
         )
+        database._timeout_ms = _check_timeout_ms(timeout_ms, None)
+        return database
 
     def get_default_database(
         self,

@@ -35,6 +35,7 @@ from mongocore.api.collection_indexes import CollectionIndexes
 from mongocore.api.collection_reads import CollectionReads
 from mongocore.api.collection_search_indexes import CollectionSearchIndexes
 from mongocore.api.collection_writes import CollectionWrites
+from mongocore.api.target import _check_timeout_ms
 from mongocore.api.types import Document, _DocumentType
 from mongocore.api.watch import CollectionWatch
 from mongocore.core.codec import AnyCodecOptions
@@ -59,7 +60,7 @@ class Collection(
 
     def __getitem__(self, name: str) -> Collection[_DocumentType]:
         """The sub-collection ``<this name>.<name>``, with this collection's options."""
-        return Collection(
+        collection: Collection[_DocumentType] = Collection(
             self._database,
             f"{self._name}.{name}",
             False,
@@ -68,6 +69,8 @@ class Collection(
             write_concern=self._write_concern,
             read_concern=self._read_concern,
         )
+        collection._timeout_ms = self._timeout_ms
+        return collection
 
     def __getattr__(self, name: str) -> Collection[_DocumentType]:
         """``collection.sub`` is ``collection["sub"]``, through ``__getitem__`` each
@@ -109,9 +112,12 @@ class Collection(
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> Collection[_DocumentType]:
-        """This collection with some options changed (the others are this one's)."""
-        return Collection(
+        """This collection with some options changed (the others are this one's).
+        ``timeout_ms``: its operations' timeoutMS (0: no limit)."""
+        collection: Collection[_DocumentType] = Collection(
             self._database,
             self._name,
             False,
@@ -120,6 +126,8 @@ class Collection(
             write_concern=write_concern or self._write_concern,
             read_concern=read_concern or self._read_concern,
         )
+        collection._timeout_ms = _check_timeout_ms(timeout_ms, self._timeout_ms)
+        return collection
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Collection):

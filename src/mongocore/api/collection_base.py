@@ -65,6 +65,7 @@ class CollectionBase(_Target):
         self._read_preference = read_preference or database.read_preference
         self._write_concern = write_concern or database.write_concern
         self._read_concern = read_concern or database.read_concern
+        self._timeout_ms = database._timeout_ms
         if create or kwargs:
             # pymongo deprecates these too (Database.create_collection creates).
             warnings.warn(
@@ -105,7 +106,12 @@ class CollectionBase(_Target):
         ):
             body["writeConcern"] = self._write_concern.document
         reply = self._client.command(
-            self._database.name, body, None, session=session, operation_name="createCollection"
+            self._database.name,
+            body,
+            None,
+            session=session,
+            timeout_ms=self._timeout_ms,
+            operation_name="createCollection",
         )
         _raise_write_concern_error(reply)
 
@@ -116,13 +122,21 @@ class CollectionBase(_Target):
         comment: Any,
         *,
         database: Optional[str] = None,
+        timeout_ms: Optional[float] = None,
     ) -> Document:
-        """A catalog command (never retried), with the collection's write concern."""
+        """A catalog command (never retried), with the collection's write concern;
+        ``timeout_ms``: the operation's own timeoutMS (else the collection's)."""
         if comment is not None:
             body["comment"] = comment
         if not self._write_concern.is_server_default:
             body["writeConcern"] = self._write_concern.document
-        reply = self._client.command(database or self._database.name, body, None, session=session)
+        reply = self._client.command(
+            database or self._database.name,
+            body,
+            None,
+            session=session,
+            timeout_ms=self._timeout_ms if timeout_ms is None else timeout_ms,
+        )
         _raise_write_concern_error(reply)
         return reply
 

@@ -44,7 +44,7 @@ class CollectionIndexes(CollectionBase):
             build,
             session,
             read_preference=ReadPreference(Mode.PRIMARY),
-            timeout_ms=timeout_ms,
+            timeout_ms=self._timeout_ms if timeout_ms is None else timeout_ms,
             batch_size=batch_size,
             read_concern=False,
             empty_on_missing=True,
@@ -72,6 +72,8 @@ class CollectionIndexes(CollectionBase):
         keys: IndexSpec,
         session: Optional[ClientSession] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
         **kwargs: Any,
     ) -> str:
         """Create an index (createIndexes, never retried); returns its name.
@@ -83,13 +85,15 @@ class CollectionIndexes(CollectionBase):
             k: kwargs.pop(k) for k in ("maxTimeMS", "commitQuorum") if k in kwargs
         }
         index = IndexModel(keys, **kwargs).document
-        return self._create_indexes([index], session, comment, command_options)[0]
+        return self._create_indexes([index], session, comment, command_options, timeout_ms)[0]
 
     def create_indexes(
         self,
         indexes: Sequence[Any],
         session: Optional[ClientSession] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
         **kwargs: Any,
     ) -> list[str]:
         """Create several indexes in one createIndexes command; returns their names.
@@ -105,7 +109,7 @@ class CollectionIndexes(CollectionBase):
             entry = dict(document)
             entry.setdefault("name", _index_name(dict(entry["key"])))
             documents.append(entry)
-        return self._create_indexes(documents, session, comment, kwargs)
+        return self._create_indexes(documents, session, comment, kwargs, timeout_ms)
 
     def _create_indexes(
         self,
@@ -113,9 +117,10 @@ class CollectionIndexes(CollectionBase):
         session: Optional[ClientSession],
         comment: Any,
         options: Mapping[str, Any],
+        timeout_ms: Optional[float] = None,
     ) -> list[str]:
         body: Document = {"createIndexes": self._name, "indexes": documents, **options}
-        self._admin_command(body, session, comment)
+        self._admin_command(body, session, comment, timeout_ms=timeout_ms)
         return [str(document["name"]) for document in documents]
 
     def drop_index(
@@ -123,6 +128,8 @@ class CollectionIndexes(CollectionBase):
         index_or_name: IndexSpec,
         session: Optional[ClientSession] = None,
         comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
         **kwargs: Any,
     ) -> None:
         """Drop one index, by name or by its keys (``"*"`` drops all but ``_id``'s)."""
@@ -131,10 +138,15 @@ class CollectionIndexes(CollectionBase):
         else:
             name = _index_name(_index_keys(index_or_name))
         body: Document = {"dropIndexes": self._name, "index": name, **kwargs}
-        self._admin_command(body, session, comment)
+        self._admin_command(body, session, comment, timeout_ms=timeout_ms)
 
     def drop_indexes(
-        self, session: Optional[ClientSession] = None, comment: Any = None, **kwargs: Any
+        self,
+        session: Optional[ClientSession] = None,
+        comment: Any = None,
+        *,
+        timeout_ms: Optional[float] = None,
+        **kwargs: Any,
     ) -> None:
         """Drop every index but the one on ``_id``."""
-        self.drop_index("*", session, comment, **kwargs)
+        self.drop_index("*", session, comment, timeout_ms=timeout_ms, **kwargs)

@@ -160,7 +160,11 @@ class CollectionSearchIndexes(CollectionBase):
         try:
             # The generic command path: no write concern is added.
             return self._client.command(
-                self._database.name, body, ReadPreference(Mode.PRIMARY), session=session
+                self._database.name,
+                body,
+                ReadPreference(Mode.PRIMARY),
+                session=session,
+                timeout_ms=self._timeout_ms,
             )
         except OperationFailure as exc:
             if missing_is_ok and exc.code == _NAMESPACE_NOT_FOUND:

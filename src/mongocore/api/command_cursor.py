@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Union
 
@@ -169,6 +170,7 @@ def _run_cursor_command(
     owned = session is None
     use = target._session(session)
     sent: list[Document] = []
+    started = time.monotonic()
 
     def build_and_keep(ctx: AttemptContext) -> Command:
         command = build(ctx)
@@ -227,6 +229,7 @@ def _run_cursor_command(
     if comment is not None:
         # The command's comment tags its cursor's getMores too, as pymongo's do.
         cursor._get_more_options = {"comment": comment}
+    cursor._begin_lifetime(target._timeout_ms if timeout_ms is None else timeout_ms, started)
     return cursor
 
 

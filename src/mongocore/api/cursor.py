@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Optional, Union
 
@@ -376,6 +377,7 @@ class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
         def build(ctx: AttemptContext) -> Command:
             return Command(dict(body))
 
+        started = time.monotonic()
         try:
             outcome = collection._read(
                 collection.database.name,
@@ -393,6 +395,8 @@ class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
         # The find's comment tags its getMores too, as pymongo's does.
         comment = body.get("comment")
         self._get_more_options = {} if comment is None else {"comment": comment}
+        timeout_ms = self._timeout_ms
+        self._begin_lifetime(collection._timeout_ms if timeout_ms is None else timeout_ms, started)
         self._adopt(outcome, (collection.database.name, collection.name))
         if self._single_batch and self._id:
             self.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
+import time
 from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional
@@ -23,6 +24,9 @@ from mongocore.core.change_streams import GET_MORE_COMMENT_WIRE_VERSION
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.retry_policy import RetryKind
 from mongocore.errors import (
+    MAX_TIME_MS_EXPIRED,
+    ExecutionTimeout,
+    NetworkTimeout,
     OperationFailure,
     error_code,
 )
@@ -82,6 +86,8 @@ class _CursorBase:
         self._killed = False
         self._started = False
         self._timeout_ms: Optional[float] = None
+        #: When timeoutMS ends the cursor's life (a monotonic time; None: no limit).
+        self._expires: Optional[float] = None
         self._operation_id: Optional[int] = None
         #: Fields every getMore carries: the comment of the command that opened the
         #: cursor (or cursor_command's), maxTimeMS (maxAwaitTimeMS). The comment goes
@@ -289,6 +295,15 @@ class _CursorBase:
         self._get_more()
         return True
 
+    def _begin_lifetime(self, timeout_ms: Optional[float], started: float) -> None:
+        """Client Side Operations Timeout, "Non-tailable Cursors": timeoutMS (the
+        operation's, else the client's) bounds the command that opened the cursor
+        (``started``: when it was run) and every getMore after it together, the
+        cursor's lifetime; killCursors has it afresh ("Cursors": close)."""
+        self._timeout_ms = timeout_ms
+        limit = timeout_ms if timeout_ms is not None else self._client.settings.timeout_ms
+        self._expires = started + limit / 1000.0 if limit else None
+
     def _get_more(self) -> None:
         session = self._session
         assert session is not None and self._address is not None
@@ -313,24 +328,43 @@ class _CursorBase:
                     del body["comment"]
             return Command(body)
 
-        op = new_operation(
-            name="getMore",
-            database=db,
-            build=build,
-            session=session,
-            retry=_NONE,
-            address=self._address,
-            timeout_ms=self._timeout_ms,
-            operation_id=self._operation_id,
-            pinned=self._pinned,
-        )
+        timeout_ms = self._timeout_ms
+        expires = self._expires
         try:
+            if expires is not None:
+                # The rest of the cursor's lifetime, or, with none left, its end.
+                timeout_ms = (expires - time.monotonic()) * 1000.0
+                if timeout_ms <= 0:
+                    message = "timeoutMS expired: the cursor's lifetime ended before a getMore"
+                    raise ExecutionTimeout(
+                        message,
+                        MAX_TIME_MS_EXPIRED,
+                        {"ok": 0, "errmsg": message, "code": MAX_TIME_MS_EXPIRED},
+                    )
+            op = new_operation(
+                name="getMore",
+                database=db,
+                build=build,
+                session=session,
+                retry=_NONE,
+                address=self._address,
+                timeout_ms=timeout_ms,
+                operation_id=self._operation_id,
+                pinned=self._pinned,
+            )
             outcome = self._client._executor.run(op)
         except BaseException as exc:
             # The cursor is unusable after a failed getMore (never retried). A command
             # error leaves the server's cursor open unless it says it is gone: kill it,
-            # on its pinned connection if it has one, before releasing that.
+            # on its pinned connection if it has one, before releasing that. So does a
+            # timeout, which closed the connection: killCursors goes over another one
+            # (CSOT, "Cursors": close refreshes timeoutMS for the killCursors).
             if isinstance(exc, OperationFailure) and error_code(exc.code) not in _CURSOR_GONE:
+                self._kill()
+            elif isinstance(exc, NetworkTimeout):
+                pinned, self._pinned = self._pinned, None
+                if pinned is not None:
+                    pinned.release(CURSOR)
                 self._kill()
             self._killed = True
             self._release()
@@ -359,6 +393,7 @@ class _CursorBase:
             session=session,
             retry=_NONE,
             address=self._address,
+            timeout_ms=self._timeout_ms,
             operation_id=self._operation_id,
             pinned=self._pinned,
         )

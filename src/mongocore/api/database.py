@@ -5,6 +5,7 @@ Spec: CRUD and "Enumerating Collections".
 
 from __future__ import annotations
 
+import time
 from collections.abc import Container, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Callable, Generic, NoReturn, Optional, Union
 
@@ -22,7 +23,7 @@ from mongocore.api.command_cursor import (
     _run_cursor_command,
 )
 from mongocore.api.cursor_base import _NAMESPACE_NOT_FOUND
-from mongocore.api.target import _Target
+from mongocore.api.target import _check_timeout_ms, _Target
 from mongocore.api.types import Document, Filter, _DocumentType
 from mongocore.api.watch import DatabaseWatch
 from mongocore.core import codec
@@ -127,9 +128,12 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> Collection:
-        """The collection ``name``; each option not given is this database's."""
-        return Collection(
+        """The collection ``name``; each option not given is this database's.
+        ``timeout_ms``: its operations' timeoutMS (0: no limit)."""
+        collection = Collection(
             self,
             name,
             codec_options=codec_options,
@@ -137,6 +141,8 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             write_concern=write_concern,
             read_concern=read_concern,
         )
+        collection._timeout_ms = _check_timeout_ms(timeout_ms, self._timeout_ms)
+        return collection
 
     def _cursor_collection(self) -> Collection:
         return self.get_collection("$cmd")
@@ -147,9 +153,12 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
         read_preference: Optional[ReadPreference] = None,
         write_concern: Optional[WriteConcern] = None,
         read_concern: Optional[ReadConcern] = None,
+        *,
+        timeout_ms: Optional[float] = None,
     ) -> Database:
-        """This database with some options changed (the others are this one's)."""
-        return Database(
+        """This database with some options changed (the others are this one's).
+        ``timeout_ms``: its operations' timeoutMS (0: no limit)."""
+        database = Database(
             self._client,
             self._name,
             codec_options=codec_options or self._codec_options,
@@ -157,6 +166,8 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             write_concern=write_concern or self._write_concern,
             read_concern=read_concern or self._read_concern,
         )
+        database._timeout_ms = _check_timeout_ms(timeout_ms, self._timeout_ms)
+        return database
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Database):
@@ -219,7 +230,7 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
                 document,
                 read_preference,
                 session=session,
-                timeout_ms=timeout_ms,
+                timeout_ms=self._timeout_ms if timeout_ms is None else timeout_ms,
                 operation_name="runCommand",
             )
         except OperationFailure as exc:
@@ -254,6 +265,7 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
         name = str(next(iter(document), "command"))
         owned = session is None
         use = self._session(session)
+        started = time.monotonic()
         try:
             outcome = self._read(
                 self._name,
@@ -284,6 +296,10 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
         )
         cursor._scope = self
         cursor._get_more_options = _options(comment=comment, maxTimeMS=max_await_time_ms)
+        if not document.get("tailable"):
+            # A tailable cursor's timeoutMS is for each iteration (CSOT, "Tailable
+            # Cursors"); the others' is their lifetime.
+            cursor._begin_lifetime(self._timeout_ms if timeout_ms is None else timeout_ms, started)
         return cursor
 
     def list_collections(
@@ -439,7 +455,12 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             body["writeConcern"] = write_concern.document
         try:
             reply: Document = self._client.command(
-                self._name, body, None, session=session, operation_name="dropCollection"
+                self._name,
+                body,
+                None,
+                session=session,
+                timeout_ms=self._timeout_ms,
+                operation_name="dropCollection",
             )
         except OperationFailure as exc:
             if exc.code != _NAMESPACE_NOT_FOUND and exc.details.get("errmsg") != "ns not found":

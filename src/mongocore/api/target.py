@@ -16,7 +16,14 @@ from mongocore.core.selection.read_preference import ReadPreference
 from mongocore.errors import (
     ConfigurationError,
 )
-from mongocore.io.operation import AttemptContext, Command, CommandOutcome, Operation, new_operation
+from mongocore.io.operation import (
+    AttemptContext,
+    Command,
+    CommandOutcome,
+    Operation,
+    checked_timeout_ms,
+    new_operation,
+)
 from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 
@@ -32,6 +39,12 @@ _READ, _NONE = RetryKind.READ, RetryKind.NONE
 # --- the shared machinery --------------------------------------------------------------
 
 
+def _check_timeout_ms(given: Optional[float], inherited: Optional[float]) -> Optional[float]:
+    """The timeoutMS of a database or collection made with ``timeout_ms=given``: that
+    value, checked, or the level above's when None (an unset one cannot unset it)."""
+    return inherited if given is None else checked_timeout_ms(given)
+
+
 class _Target:
     """What Database and Collection share: the client, options, running operations."""
 
@@ -43,6 +56,10 @@ class _Target:
     #: The codec options when they differ from the defaults, else None: documents are
     #: then re-encoded and re-decoded (mongocore.core.codec); None keeps the plain path.
     _decoding: Optional[AnyCodecOptions]
+    #: timeoutMS of this database or collection (Client Side Operations Timeout,
+    #: "timeoutMS": configurable at every level): an operation's own wins; None: the
+    #: level above's, down to the client's.
+    _timeout_ms: Optional[float] = None
 
     def _set_codec_options(self, options: AnyCodecOptions) -> None:
         self._codec_options = options
@@ -100,6 +117,8 @@ class _Target:
         return self._session(session)
 
     def _run(self, op: Operation) -> CommandOutcome:
+        if op.timeout_ms is None:
+            op.timeout_ms = self._timeout_ms
         options = self._decoding
         if options is not None:
             op.build = _encoding_with(op.build, options)

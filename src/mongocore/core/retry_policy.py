@@ -46,6 +46,8 @@ from typing import Any, Optional
 from mongocore.core.description.errors import is_state_change_error
 from mongocore.core.description.types import ServerType
 from mongocore.errors import (
+    MAX_TIME_MS_EXPIRED,
+    ExecutionTimeout,
     MongoCoreError,
     NetworkError,
     NetworkTimeout,
@@ -287,11 +289,32 @@ class RetryPolicy:
         raise NotImplementedError
 
     def expired(self, error: Optional[BaseException] = None) -> BaseException:
-        """timeoutMS expired before another attempt: raise the last error (``error``,
-        the attempt that just failed, or else the previous one)."""
+        """timeoutMS expired before another attempt: a timeout error (Client Side
+        Operations Timeout, "Retryability": "Once the timeout expires, a timeout error
+        MUST be raised"), for the last error (``error``, the attempt that just failed,
+        or else the previous one; see :func:`timeout_error_after`)."""
         last = error if error is not None else self.previous_error
         assert last is not None
-        return last
+        return timeout_error_after(last)
+
+
+def timeout_error_after(error: BaseException) -> BaseException:
+    """The error to raise when timeoutMS expired after ``error`` and before another
+    attempt: ``error`` itself when it is a timeout (a socket timeout, MaxTimeMSExpired),
+    else an ExecutionTimeout (MaxTimeMSExpired, code 50, as pymongo's timeouts before a
+    command is sent) whose message names it, with its labels, and whose cause it is
+    (CSOT, "Errors": the underlying error is exposed)."""
+    if isinstance(error, MongoCoreError) and error.timeout:
+        return error
+    message = (
+        "timeoutMS expired before the operation could be attempted again;"
+        f" the last attempt failed with: {error}"
+    )
+    labels = error.error_labels if isinstance(error, MongoCoreError) else ()
+    details = {"ok": 0, "errmsg": message, "code": MAX_TIME_MS_EXPIRED}
+    timeout = ExecutionTimeout(message, MAX_TIME_MS_EXPIRED, details, labels)
+    timeout.__cause__ = error
+    return timeout
 
 
 class SingleAttemptPolicy(RetryPolicy):

@@ -42,7 +42,9 @@ from mongocore.core.transaction_rules import (
 from mongocore.core.transaction_state import END_COMMANDS, Transaction
 from mongocore.core.write_outcome import attempt_may_have_written
 from mongocore.errors import (
+    MAX_TIME_MS_EXPIRED,
     ConfigurationError,
+    ExecutionTimeout,
     InvalidOperation,
     MongoCoreError,
     NetworkError,
@@ -53,12 +55,13 @@ from mongocore.errors import (
     write_concern_error_from_reply,
 )
 from mongocore.io.command_monitoring import next_operation_id, run_command
-from mongocore.io.connection_io import request_not_sent
+from mongocore.io.connection_io import request_not_sent, unless_sent
 from mongocore.io.operation import (
     AttemptContext,
     CommandOutcome,
     Operation,
     apply_read_preference,
+    checked_timeout_ms,
 )
 from mongocore.io.pinning import (
     CURSOR,
@@ -194,7 +197,11 @@ class Executor:
         transaction = None if session._transaction is None else session._transaction_for(op.name)
         if transaction is not None:
             prepare_operation(op, transaction)
-        timeout_ms = op.timeout_ms if op.timeout_ms is not None else self._default_timeout_ms
+        timeout_ms = op.timeout_ms
+        if timeout_ms is None:
+            timeout_ms = self._default_timeout_ms
+        else:
+            timeout_ms = checked_timeout_ms(timeout_ms)
         # (An operation of one attempt, the generic command or a getMore, has the
         # single-attempt policy whatever else holds: no call for it.)
         policy = (
@@ -442,13 +449,39 @@ class Executor:
         timeout: Union[float, EllipsisType, None] = ...
         if deadline is not None:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 and op.attempts > 1:
-                # timeoutMS ran out before this retry was sent: the last error stands.
-                raise _DeadlineExpired
-            remaining = max(0.0, remaining)
-            timeout = (
-                remaining if self._socket_timeout is None else min(remaining, self._socket_timeout)
-            )
+            # Client Side Operations Timeout, "Command Execution": a command is not sent
+            # when no more time is left than the server's minimum round trip time (it
+            # would time out on the socket); it carries the rest as maxTimeMS.
+            min_rtt = sd.min_round_trip_time or 0.0
+            if remaining <= min_rtt:
+                if remaining <= 0 and op.attempts > 1:
+                    # timeoutMS ran out before this retry was sent: the last error stands
+                    # (as pymongo raises it).
+                    raise _DeadlineExpired
+                message = (
+                    f"timeoutMS expired: {max(0.0, remaining) * 1000:.0f} ms left, no more than"
+                    f" the round trip time to {connection.address} ({min_rtt * 1000:.0f} ms);"
+                    f" {op.name} was not sent"
+                )
+                details = {"ok": 0, "errmsg": message, "code": MAX_TIME_MS_EXPIRED}
+                raise unless_sent(
+                    ExecutionTimeout(message, MAX_TIME_MS_EXPIRED, details), sent=False
+                )
+            if next(iter(body)) not in _NO_MAX_TIME_MS:
+                # timeoutMS replaces a maxTimeMS the caller gave (a deprecated option).
+                body["maxTimeMS"] = max(1, int((remaining - min_rtt) * 1000))
+            concern = body.get("writeConcern")
+            if isinstance(concern, Mapping) and "wtimeout" in concern:
+                # ...and the write concern's wtimeout (wTimeoutMS, deprecated too), as
+                # pymongo drops it: a write concern of nothing else is not sent.
+                concern = {k: v for k, v in concern.items() if k != "wtimeout"}
+                if concern:
+                    body["writeConcern"] = concern
+                else:
+                    del body["writeConcern"]
+            # timeoutMS replaces socketTimeoutMS (a deprecated option) for the operation's
+            # reads and writes on the socket: CSOT, "Validation and Overrides".
+            timeout = remaining
         if self._publisher.command_listeners:
             reply = run_command(
                 connection,
@@ -619,6 +652,11 @@ class Executor:
     @staticmethod
     def _log_retry(op: Operation, error: BaseException) -> None:
         _log.debug("retrying %s (attempt %d failed: %s)", op.name, op.attempts, error)
+
+
+#: Commands that never carry a maxTimeMS derived from timeoutMS (CSOT, "Cursors": a
+#: getMore's is the cursor's maxAwaitTimeMS, if any).
+_NO_MAX_TIME_MS = frozenset({"getMore"})
 
 
 class _DeadlineExpired(Exception):

@@ -141,6 +141,17 @@ class Operation:
         return f"<Operation {self.name} on {self.database!r} retry={self.retry.name}>"
 
 
+def checked_timeout_ms(value: Any) -> float:
+    """A timeoutMS given to an operation, a database or a collection, checked: a number
+    of milliseconds, 0 for no limit (Client Side Operations Timeout: "Drivers MUST error
+    if a negative value is specified")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"timeout_ms must be a number of milliseconds, not {value!r}")
+    if value < 0:
+        raise ValueError(f"timeout_ms must be 0 (no limit) or positive, not {value!r}")
+    return value
+
+
 #: Operation instances are made without calling the class (see new_operation).
 _new_object = object.__new__
 
