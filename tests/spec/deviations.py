@@ -11,6 +11,12 @@ Conditions (see :data:`CONDITIONS`):
 - ``all = true``: every test of the suite (the suite's format itself encodes the
   contradicted rule).
 - ``entity = [kinds]``: the file or the test creates an entity of one of these kinds.
+- ``entity_option = ["kind.name"]``: the file or the test creates an entity of that
+  kind with that option in its options document (``sessionOptions``,
+  ``databaseOptions``, ``collectionOptions``, ``bucketOptions``, ...):
+  ``"session.defaultTimeoutMS"``.
+- ``create_option = [names]``: a collection the test creates takes that option: a
+  ``createOptions`` of its initialData, or an argument of a createCollection.
 - ``operation = [names]``: the test runs an operation of that name, or
   ``"entityKind.name"`` for an operation on an entity of that kind.
 - ``pipeline_stage = [stages]``: an operation's ``pipeline`` argument has such a stage.
@@ -162,6 +168,32 @@ def _all(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bo
 def _entity(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
     wanted = set(_as_list(value))
     return any(kind in wanted for kind, _ in _entity_definitions(document, test))
+
+
+def _entity_option(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    for kind, spec in _entity_definitions(document, test):
+        options = spec.get(f"{kind}Options")
+        if isinstance(options, Mapping) and any(f"{kind}.{key}" in wanted for key in options):
+            return True
+    return False
+
+
+def _create_option(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
+    wanted = set(_as_list(value))
+    for data in document.get("initialData") or []:
+        options = data.get("createOptions") if isinstance(data, Mapping) else None
+        if isinstance(options, Mapping) and wanted & set(map(str, options)):
+            return True
+    for operation in _operations(test):
+        arguments = operation.get("arguments")
+        if (
+            operation.get("name") == "createCollection"
+            and isinstance(arguments, Mapping)
+            and wanted & set(map(str, arguments))
+        ):
+            return True
+    return False
 
 
 def _operation(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]) -> bool:
@@ -328,6 +360,8 @@ def _seed_shape(value: Any, document: Mapping[str, Any], test: Mapping[str, Any]
 CONDITIONS: dict[str, Condition] = {
     "all": _all,
     "entity": _entity,
+    "entity_option": _entity_option,
+    "create_option": _create_option,
     "operation": _operation,
     "pipeline_stage": _pipeline_stage,
     "query_operator": _query_operator,

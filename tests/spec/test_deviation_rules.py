@@ -506,3 +506,94 @@ def test_a_failed_get_more_kills_its_cursor_under_the_seed() -> None:
         {"commandStartedEvent": {"commandName": "killCursors"}},
         {"commandSucceededEvent": {"commandName": "killCursors"}},
     ]
+
+
+def test_a_read_bounded_by_timeout_ms_is_left_as_upstream_wrote_it() -> None:
+    """Under timeoutMS a read retries until it expires, for CSOT as for the seed: a
+    fail point failing it n >= 2 times changes nothing upstream expects, whether the
+    client or the operation sets timeoutMS (0, no limit, included)."""
+    started = {"commandStartedEvent": {"commandName": "find"}}
+    for uri_options, arguments in (
+        ({"timeoutMS": 100}, {"filter": {}}),
+        ({}, {"filter": {}, "timeoutMS": 0}),
+    ):
+        read = {
+            "name": "find",
+            "object": "coll",
+            "arguments": dict(arguments),
+            "expectError": {"isTimeoutError": True},
+        }
+        document, test = _case([_fail(["find"], errorCode=7, times=4), read], uri_options)
+        test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+        changed = seed.transform(seed.READS_SEED, document, test)
+        assert changed["operations"][1]["expectError"] == {"isTimeoutError": True}
+        assert changed["expectEvents"][0]["events"] == [started, started]
+
+
+def test_a_block_outlasting_the_socket_timeout_fails_a_write_under_the_seed() -> None:
+    """A fail point that only blocks fails the command when it outlasts the client's
+    socketTimeoutMS: a write of a client without retryWrites is then not retried."""
+    write = {"name": "insertOne", "object": "coll", "arguments": {"document": {"x": 1}}}
+    started = {"commandStartedEvent": {"commandName": "insert"}}
+    blocking = _fail(["insert"], blockConnection=True, blockTimeMS=125)
+    document, test = _case([blocking, write], {"socketTimeoutMS": 100})
+    test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+    changed = seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+    assert changed["operations"][1]["expectError"] == {
+        "isError": True,
+        "isClientError": True,
+        "errorLabelsOmit": ["RetryableWriteError"],
+    }
+    assert changed["expectEvents"][0]["events"] == [started]
+    assert seed.SNAPSHOT_BEFORE_COMMAND not in changed["operations"][1]  # it lands later
+    # A shorter block, or none of the client's socketTimeoutMS, fails nothing.
+    for options, block in (({"socketTimeoutMS": 200}, 125), ({}, 125)):
+        blocking = _fail(["insert"], blockConnection=True, blockTimeMS=block)
+        document, test = _case([blocking, dict(write)], options)
+        test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+        changed = seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+        assert "expectError" not in changed["operations"][1]
+        assert changed["expectEvents"][0]["events"] == [started, started]
+
+
+def test_a_blocked_error_racing_timeout_ms_is_any_error_of_the_first_attempt() -> None:
+    write = {
+        "name": "deleteOne",
+        "object": "coll",
+        "arguments": {"filter": {}},
+        "expectError": {"isTimeoutError": True},
+    }
+    started = {"commandStartedEvent": {"commandName": "delete"}}
+    point = _fail(
+        ["delete"],
+        times=4,
+        blockConnection=True,
+        blockTimeMS=60,
+        errorCode=7,
+        errorLabels=["RetryableWriteError"],
+    )
+    document, test = _case([point, write], {"timeoutMS": 100})
+    test["expectEvents"] = [{"client": "c", "events": [started, started]}]
+    changed = seed.transform(seed.WRITES_DEFAULT_OFF, document, test)
+    assert changed["operations"][1]["expectError"] == {"isError": True}
+    assert changed["expectEvents"][0]["events"] == [started]
+
+
+def test_the_entity_option_and_create_option_conditions() -> None:
+    session = {"session": {"id": "s", "client": "c", "sessionOptions": {"defaultTimeoutMS": 5}}}
+    document, test = _case([], {})
+    assert not deviations.CONDITIONS["entity_option"](["session.defaultTimeoutMS"], document, test)
+    document["createEntities"].append(session)
+    assert deviations.CONDITIONS["entity_option"](["session.defaultTimeoutMS"], document, test)
+    assert not deviations.CONDITIONS["entity_option"](["client.defaultTimeoutMS"], document, test)
+    capped = {"collectionName": "x", "databaseName": "db", "createOptions": {"capped": True}}
+    document, test = _case([], {})
+    assert not deviations.CONDITIONS["create_option"](["capped"], document, test)
+    document["initialData"] = [capped]
+    assert deviations.CONDITIONS["create_option"](["capped"], document, test)
+    create = {"name": "createCollection", "object": "d", "arguments": {"capped": True}}
+    document, test = _case([create], {})
+    assert deviations.CONDITIONS["create_option"](["capped"], document, test)
+    other = {"name": "find", "object": "coll", "arguments": {"capped": True}}
+    document, test = _case([other], {})
+    assert not deviations.CONDITIONS["create_option"](["capped"], document, test)

@@ -39,7 +39,9 @@ def run(target: Any, name: str, args: Any) -> Any:
     batch_size = args.take("batchSize")
     cursor_type = args.take("cursorType", "nonTailable")
     # maxTimeMS is the getMores' (the command's own is in the command document).
-    keywords = args.keywords({"comment": "comment", "maxTimeMS": "max_await_time_ms"})
+    keywords = args.keywords(
+        {"comment": "comment", "maxTimeMS": "max_await_time_ms", "timeoutMS": "timeout_ms"}
+    )
     args.done()
     if cursor_type != "nonTailable":
         raise UnsupportedFeature(f"{name}: cursorType {cursor_type!r} (no tailable cursors)")

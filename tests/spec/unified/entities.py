@@ -238,6 +238,8 @@ def target_options(document: Optional[Mapping[str, Any]]) -> dict[str, Any]:
             options["write_concern"] = write_concern(value)
         elif key == "readConcern":
             options["read_concern"] = read_concern(value)
+        elif key == "timeoutMS":
+            options["timeout_ms"] = value
         else:
             raise UnsupportedFeature(f"database or collection option {key!r}")
     return options

@@ -34,6 +34,7 @@ _OPTIONS = {
     "collation": "collation",
     "allowDiskUse": "allow_disk_use",
     "let": "let",
+    "timeoutMS": "timeout_ms",
 }
 
 

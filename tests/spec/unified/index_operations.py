@@ -49,7 +49,10 @@ def run(collection: Collection, name: str, args: Any) -> Any:
     session = args.session()
     comment = args.take("comment")
     max_time_ms = args.take("maxTimeMS")
-    extra = {} if max_time_ms is None else {"maxTimeMS": max_time_ms}
+    extra: dict[str, Any] = {} if max_time_ms is None else {"maxTimeMS": max_time_ms}
+    timeout_ms = args.take("timeoutMS")
+    if timeout_ms is not None:
+        extra["timeout_ms"] = timeout_ms
     if name == "createIndex":
         keys = dict(args.require("keys"))
         options = {key: args.take(key) for key in _INDEX_OPTIONS}

@@ -230,6 +230,7 @@ _FIND = {
     "max": "max",
     "returnKey": "return_key",
     "showRecordId": "show_record_id",
+    "timeoutMS": "timeout_ms",
 }
 _AGGREGATE_OPTIONS = {
     "allowDiskUse": "allowDiskUse",
@@ -239,8 +240,13 @@ _AGGREGATE_OPTIONS = {
     "hint": "hint",
     "collation": "collation",
     "bypassDocumentValidation": "bypassDocumentValidation",
+    "timeoutMS": "timeout_ms",
 }
-_WRITE = {"bypassDocumentValidation": "bypass_document_validation", "comment": "comment"}
+_WRITE = {
+    "bypassDocumentValidation": "bypass_document_validation",
+    "comment": "comment",
+    "timeoutMS": "timeout_ms",
+}
 _UPDATE = {
     "arrayFilters": "array_filters",
     "hint": "hint",
@@ -248,8 +254,15 @@ _UPDATE = {
     "bypassDocumentValidation": "bypass_document_validation",
     "let": "let",
     "comment": "comment",
+    "timeoutMS": "timeout_ms",
 }
-_DELETE = {"hint": "hint", "collation": "collation", "let": "let", "comment": "comment"}
+_DELETE = {
+    "hint": "hint",
+    "collation": "collation",
+    "let": "let",
+    "comment": "comment",
+    "timeoutMS": "timeout_ms",
+}
 _FIND_AND_MODIFY = {
     "projection": "projection",
     "sort": "sort",
@@ -258,6 +271,7 @@ _FIND_AND_MODIFY = {
     "let": "let",
     "comment": "comment",
     "maxTimeMS": "max_time_ms",
+    "timeoutMS": "timeout_ms",
 }
 
 
@@ -288,6 +302,7 @@ def collection_operation(
                 "hint": "hint",
                 "collation": "collation",
                 "maxTimeMS": "max_time_ms",
+                "timeoutMS": "timeout_ms",
             }
         )
         args.done()
@@ -302,6 +317,7 @@ def collection_operation(
                 "collation": "collation",
                 "maxTimeMS": "max_time_ms",
                 "comment": "comment",
+                "timeoutMS": "timeout_ms",
             }
         )
         args.done()
@@ -309,19 +325,28 @@ def collection_operation(
     if name == "estimatedDocumentCount":
         if session is not None:
             raise UnsupportedFeature("estimatedDocumentCount takes no session")
-        keywords = args.keywords({"maxTimeMS": "max_time_ms", "comment": "comment"})
+        keywords = args.keywords(
+            {"maxTimeMS": "max_time_ms", "comment": "comment", "timeoutMS": "timeout_ms"}
+        )
         args.done()
         return collection.estimated_document_count(**keywords)
     if name == "distinct":
         key = args.require("fieldName")
         filter_ = args.take("filter")
         keywords = args.keywords(
-            {"collation": "collation", "comment": "comment", "maxTimeMS": "max_time_ms"}
+            {
+                "collation": "collation",
+                "comment": "comment",
+                "maxTimeMS": "max_time_ms",
+                "timeoutMS": "timeout_ms",
+            }
         )
         args.done()
         return collection.distinct(key, filter_, session=session, **keywords)
     if name in ("listIndexes", "listIndexNames"):
-        keywords = args.keywords({"batchSize": "batch_size", "comment": "comment"})
+        keywords = args.keywords(
+            {"batchSize": "batch_size", "comment": "comment", "timeoutMS": "timeout_ms"}
+        )
         args.done()
         if name == "listIndexNames":
             return collection.list_index_names(session, **keywords)
@@ -396,6 +421,7 @@ def collection_operation(
                 "bypassDocumentValidation": "bypass_document_validation",
                 "let": "let",
                 "comment": "comment",
+                "timeoutMS": "timeout_ms",
             }
         )
         args.done()
@@ -424,11 +450,13 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
         command = args.require("command")
         args.take("commandName")  # Python keeps the command's key order
         rp = args.take("readPreference")
+        timeout = args.take("timeoutMS")
         args.done()
         return database.command(
             dict(command),
             read_preference=None if rp is None else read_preference(rp),
             session=session,
+            timeout_ms=timeout,
         )
     if name == "aggregate":
         return _aggregate(database, args, session)
@@ -439,6 +467,7 @@ def database_operation(database: Database, name: str, args: Arguments) -> Any:
                 "batchSize": "batch_size",
                 "comment": "comment",
                 "authorizedCollections": "authorized_collections",
+                "timeoutMS": "timeout_ms",
             }
         )
         if name == "listCollectionNames":
@@ -502,6 +531,7 @@ def client_operation(entity: ClientEntity, name: str, args: Arguments) -> Any:
                 "nameOnly": "name_only",
                 "authorizedDatabases": "authorized_databases",
                 "comment": "comment",
+                "timeoutMS": "timeout_ms",
             }
         )
         args.done()

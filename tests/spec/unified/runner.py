@@ -35,7 +35,7 @@ from mongocore.read_concern import ReadConcern
 from mongocore.write_concern import WriteConcern
 from tests.spec import deviations
 from tests.spec.format_keys import check_keys
-from tests.spec.unified import gridfs_operations, operations, seed, session_operations
+from tests.spec.unified import dilation, gridfs_operations, operations, seed, session_operations
 from tests.spec.unified.cases import UnifiedCase, environments, satisfied_by, schema_supported
 from tests.spec.unified.deployments import Deployment, Deployments, Environment
 from tests.spec.unified.entities import (
@@ -167,13 +167,20 @@ def check_special_arguments(name: str, args: Mapping[str, Any]) -> None:
     check_keys(name, args, required | optional)
 
 
-def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool = False) -> None:
+def run_case(
+    case: Any,
+    deployments: Deployments,
+    *,
+    retry_writes_opted_in: bool = False,
+    time_dilation: int = 1,
+) -> None:
     """Run one unified test case (the body of every generated pytest test).
 
     ``retry_writes_opted_in``: add ``retryWrites: true`` to the clients that do not set
     it (see ``seed.opt_in_retry_writes``) before the deviations are looked up, so the
     test asserts upstream's expectations for a client that opted in to retries (with
-    the seed's rules of which errors are retried)."""
+    the seed's rules of which errors are retried). ``time_dilation``: run the test with
+    every duration that many times longer (:mod:`tests.spec.unified.dilation`)."""
     if not isinstance(case, UnifiedCase):
         pytest.skip("spec suite not available")
     document, test = case.load()
@@ -201,6 +208,8 @@ def run_case(case: Any, deployments: Deployments, *, retry_writes_opted_in: bool
     # the seed's; a rule whose transformation does not change it leaves it as it is.
     for deviation in deviations.deviations(case.suite, document, test, case.test_id):
         test = seed.transform(str(deviation.get("transform", "")), document, test)
+    if time_dilation != 1:
+        document, test = dilation.dilate(document, test, time_dilation)
     ran = False
     for env in envs:
         deployment = deployments[env]
@@ -830,6 +839,14 @@ def _codes(error: Exception) -> set[int]:
     return codes
 
 
+def is_timeout_error(error: Exception) -> bool:
+    """Is the error one of a time limit expiring (the format's isTimeoutError)? The
+    error's own ``timeout``, as pymongo's ``PyMongoError.timeout``: a socket, server
+    selection or wait queue timeout, a MaxTimeMSExpired of the command, of a bulk
+    write's last error or of its write concern error (CSOT, "Error Transformations")."""
+    return bool(getattr(error, "timeout", False))
+
+
 def check_error(
     expected: Mapping[str, Any], error: Exception, entities: Optional[EntityMap] = None
 ) -> None:
@@ -842,6 +859,9 @@ def check_error(
             is_client = not isinstance(error, OperationFailure)
             if is_client != bool(value):
                 raise AssertionError(f"isClientError {value}, but the error is {error!r}")
+        elif key == "isTimeoutError":
+            if is_timeout_error(error) != bool(value):
+                raise AssertionError(f"isTimeoutError {value}, but the error is {error!r}")
         elif key == "errorContains":
             texts = [getattr(error, "message", ""), str(error)]
             for part in _error_parts(error):

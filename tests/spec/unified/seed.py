@@ -247,6 +247,9 @@ class _FailPoint:
     def kind(self) -> str:
         if self.data.get("closeConnection"):
             return "network"
+        if self.data.get("blockConnection") and not _fails_by_itself(self.data):
+            # Kept in _targets only where it outlasts the client's socketTimeoutMS.
+            return "timeout"
         if "errorCode" in self.data:
             return "code"
         if "writeConcernError" in self.data:
@@ -254,9 +257,10 @@ class _FailPoint:
         raise TransformError(f"the fail point neither fails nor closes: {dict(self.data)!r}")
 
 
-def _targets(test: Test) -> list[tuple[_FailPoint, int, str]]:
+def _targets(test: Test, entities: _Entities) -> list[tuple[_FailPoint, int, str]]:
     """Each failPoint, the index of the first entity operation after it that sends a
-    failed command, and that command."""
+    failed command, and that command. A fail point that only blocks is kept where it
+    makes that command time out on the socket (see :func:`_times_out`)."""
     found: list[tuple[_FailPoint, int, str]] = []
     operations = test["operations"]
     for index, operation in enumerate(operations):
@@ -264,16 +268,42 @@ def _targets(test: Test) -> list[tuple[_FailPoint, int, str]]:
             # Not a fail point, one that fails no command (getMore's check-out), or an
             # overload error (overloaded-errors-seed's).
             continue
-        point = _FailPoint(index, operation["arguments"])
+        data = operation["arguments"]["failPoint"].get("data") or {}
+        commands = set(data.get("failCommands", []))
         for later in range(index + 1, len(operations)):
             candidate = operations[later]
             if candidate.get("object") == "testRunner":
                 continue
-            sent = [c for c in commands_of(candidate) if c in point.commands]
+            sent = [c for c in commands_of(candidate) if c in commands]
             if sent:
-                found.append((point, later, sent[0]))
+                if not _only_blocks(operation) or _times_out(data, entities, candidate):
+                    found.append((_FailPoint(index, operation["arguments"]), later, sent[0]))
                 break
     return found
+
+
+def _times_out(data: Mapping[str, Any], entities: _Entities, operation: Mapping[str, Any]) -> bool:
+    """Does a fail point that only blocks (blockConnection) fail the operation's command,
+    a socket timeout ending the attempt? Only where the client's socketTimeoutMS is
+    shorter than the block and no timeoutMS bounds the operation: an operation that
+    timeoutMS ends has no time left for another attempt, whatever the retry rules, so
+    upstream's expectations stand, and a block shorter than every timeout fails nothing."""
+    if _bounded_by_timeout_ms(entities, operation):
+        return False
+    client = entities.owner.get(operation["object"], "")
+    options = {k.lower(): v for k, v in entities.uri_options.get(client, {}).items()}
+    socket_timeout = options.get("sockettimeoutms")
+    block = data.get("blockTimeMS")
+    return bool(socket_timeout) and block is not None and float(block) > float(socket_timeout)
+
+
+def _bounded_by_timeout_ms(entities: _Entities, operation: Mapping[str, Any]) -> bool:
+    """Is the operation run under Client Side Operations Timeout: timeoutMS given to it,
+    or set on its client (0, no limit, counts: it still retries as CSOT says)?"""
+    if "timeoutMS" in (operation.get("arguments") or {}):
+        return True
+    client = entities.owner.get(operation["object"], "")
+    return "timeoutms" in {k.lower() for k in entities.uri_options.get(client, {})}
 
 
 def _event_command(event: Mapping[str, Any]) -> tuple[str, Optional[str]]:
@@ -302,7 +332,11 @@ def _fail_commands(test: Mapping[str, Any]) -> list[tuple[int, set[str]]]:
     """(index, failCommands) of each failCommand fail point, whatever its mode."""
     found = []
     for index, operation in enumerate(test.get("operations", [])):
-        if fail_point_name(operation) == "failCommand" and not _overloaded(operation):
+        if (
+            fail_point_name(operation) == "failCommand"
+            and not _overloaded(operation)
+            and not _only_blocks(operation)
+        ):
             data = operation["arguments"]["failPoint"].get("data") or {}
             found.append((index, set(data.get("failCommands", []))))
     return found
@@ -367,7 +401,7 @@ def _read_retry_enabled(uri_options: Mapping[str, Any]) -> bool:
 
 def _reads_seed(document: Mapping[str, Any], test: Mapping[str, Any]) -> None:
     entities = _Entities(document, test)
-    for point, index, command in _targets(test):
+    for point, index, command in _targets(test, entities):
         operation = test["operations"][index]
         client = entities.client_of(operation["object"])
         if command not in READ_COMMANDS or not _read_retry_enabled(entities.uri_options[client]):
@@ -376,7 +410,13 @@ def _reads_seed(document: Mapping[str, Any], test: Mapping[str, Any]) -> None:
         if kind == "code" and int(point.data["errorCode"]) not in SEED_RETRYABLE_READ_CODES:
             _read_fails_at_once(test, index, client, command, int(point.data["errorCode"]))
             continue
-        if kind == "writeConcernError" or point.times < 2:
+        if kind in ("writeConcernError", "timeout") or point.times < 2:
+            # A second socket timeout ends a read (docs/retryability.md), as upstream's
+            # single retry does.
+            continue
+        if _bounded_by_timeout_ms(entities, operation):
+            # Client Side Operations Timeout retries a read as many times as timeoutMS
+            # allows, as the seed does: upstream expects what the seed decides.
             continue
         if "expectError" not in operation:
             raise TransformError(f"{operation['name']} was expected to fail upstream")
@@ -456,11 +496,13 @@ def _writes_default_off(document: Mapping[str, Any], test: Test) -> None:
     if any(fail_point_name(o) == TRANSACTIONAL_WRITE_FAIL_POINT for o in test["operations"]):
         _transactional_writes_default_off(entities, test)
         return
-    for point, index, command in _targets(test):
+    for point, index, command in _targets(test, entities):
         client = entities.client_of(test["operations"][index]["object"])
         if _retry_writes_set(entities.uri_options[client]) or command not in WRITE_COMMANDS:
             continue
-        _write_fails_at_once(test, point, index, command, client)
+        _write_fails_at_once(
+            test, point, index, command, client, racing=_races_timeout(point, entities, index, test)
+        )
     _handshake_failures_default_off(document, entities, test)
 
 
@@ -480,13 +522,14 @@ def _handshake_failures_default_off(
     for index, operation in enumerate(operations):
         if fail_point_name(operation) != "failCommand" or _overloaded(operation):
             continue
-        point = _FailPoint(index, operation["arguments"])
-        if not point.commands & HANDSHAKE_COMMANDS:
+        data = operation["arguments"]["failPoint"].get("data") or {}
+        if not set(data.get("failCommands", [])) & HANDSHAKE_COMMANDS:
             continue
-        if not point.data.get("closeConnection"):
-            if "errorCode" in point.data:
+        if not data.get("closeConnection"):
+            if "errorCode" in data:
                 raise TransformError("a handshake fail point that returns an error")
             continue  # it only delays handshakes (blockConnection): it fails no write
+        point = _FailPoint(index, operation["arguments"])
         requirements = test.get("runOnRequirements") or document.get("runOnRequirements") or []
         authenticated = bool(requirements) and all(r.get("auth") is True for r in requirements)
         if not point.commands & HANDSHAKE_COMMANDS - AUTHENTICATION_COMMANDS and not authenticated:
@@ -532,12 +575,12 @@ def _drop_handshake_retry_events(test: Test, client: str, commands: set[str]) ->
 
 def _writes_seed_errors(document: Mapping[str, Any], test: Test) -> None:
     entities = _Entities(document, test)
-    for point, index, command in _targets(test):
+    for point, index, command in _targets(test, entities):
         client = entities.client_of(test["operations"][index]["object"])
         if not _retry_writes_on(entities.uri_options[client]) or command not in WRITE_COMMANDS:
             continue
         kind = point.kind
-        if kind == "network":
+        if kind in ("network", "timeout"):
             continue  # retryable for the seed and upstream alike
         labels = set(point.data.get("errorLabels") or [])
         code = int(
@@ -546,13 +589,28 @@ def _writes_seed_errors(document: Mapping[str, Any], test: Test) -> None:
         upstream_retries = RETRYABLE_WRITE_ERROR in labels
         seed_retries = code in SEED_STATE_CHANGE_CODES
         if upstream_retries and not seed_retries:
-            _write_fails_at_once(test, point, index, command, client)
+            _write_fails_at_once(
+                test,
+                point,
+                index,
+                command,
+                client,
+                racing=_races_timeout(point, entities, index, test),
+            )
         elif seed_retries and not upstream_retries:
             _write_retried_once(test, point, index, command, client)
 
 
+def _races_timeout(point: _FailPoint, entities: _Entities, index: int, test: Test) -> bool:
+    """Does the fail point delay the command it fails (blockConnection) of an operation
+    that timeoutMS bounds? Then which comes first, its error or the timeout, depends on
+    how fast the machine is: upstream's own timings race (a 60 ms block within 100 ms)."""
+    operation = test["operations"][index]
+    return bool(point.data.get("blockConnection")) and _bounded_by_timeout_ms(entities, operation)
+
+
 def _write_fails_at_once(
-    test: Test, point: _FailPoint, index: int, command: str, client: str
+    test: Test, point: _FailPoint, index: int, command: str, client: str, *, racing: bool = False
 ) -> None:
     """The write's first attempt fails and is not retried: its error is the outcome.
 
@@ -569,7 +627,7 @@ def _write_fails_at_once(
     kind = point.kind
     labels = list(point.data.get("errorLabels") or [])
     expected: dict[str, Any] = {"isError": True}
-    if kind == "network":
+    if kind in ("network", "timeout"):
         expected["isClientError"] = True
         expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
     elif kind == "code":
@@ -580,6 +638,10 @@ def _write_fails_at_once(
             expected["errorLabelsOmit"] = [RETRYABLE_WRITE_ERROR]
     else:
         expected["errorCode"] = int(point.data["writeConcernError"]["code"])
+    if racing:
+        # The fail point's error, or the timeout if the block outlasted timeoutMS: the
+        # seed's outcome is that the first error, whichever, ends the write.
+        expected = {"isError": True}
     operation.pop("expectResult", None)
     operation["expectError"] = expected
     for events in _command_events(test, client):
@@ -587,6 +649,12 @@ def _write_fails_at_once(
             _drop_retry_only(events, command)
         else:
             _drop_retry_events(events, command, kind)
+    if kind == "timeout":
+        # The server applies the write once the block ends, after the client gave up:
+        # when it lands is not known, so there is no outcome to assert.
+        if test.get("outcome"):
+            raise TransformError("a write that timed out lands later: no outcome to assert")
+        return
     if kind != "writeConcernError":
         # Refused by the fail point: not applied.
         operation[SNAPSHOT_BEFORE_COMMAND] = command
@@ -672,6 +740,21 @@ def fail_point_name(operation: Mapping[str, Any]) -> Optional[str]:
     if operation.get("object") != "testRunner" or operation["name"] != "failPoint":
         return None
     return str(operation["arguments"]["failPoint"].get("configureFailPoint"))
+
+
+def _only_blocks(operation: Mapping[str, Any]) -> bool:
+    """Is this a failCommand fail point that only delays the commands it names
+    (blockConnection, with neither an error nor a closed connection)? It fails none of
+    them itself: the command fails only if a timeout ends it first."""
+    if fail_point_name(operation) != "failCommand":
+        return False
+    return not _fails_by_itself(operation["arguments"]["failPoint"].get("data") or {})
+
+
+def _fails_by_itself(data: Mapping[str, Any]) -> bool:
+    """Does a failCommand fail point's data fail the commands it names (an error, a
+    closed connection or a write concern error), not only delay them?"""
+    return any(key in data for key in ("errorCode", "closeConnection", "writeConcernError"))
 
 
 def _overloaded(operation: Mapping[str, Any]) -> bool:
