@@ -248,3 +248,23 @@ def test_unified_special_operation_arguments() -> None:
         unified.check_special_arguments(
             "failPoint", {"client": "c", "failPoint": {}, "readPreference": {}}
         )
+
+
+def test_unified_malformed_operation_is_never_the_expected_client_error() -> None:
+    # An insertOne without its document breaks the format: it must fail the test, even
+    # where the test expects a client error (which a ValueError of mongocore's is).
+    from mongocore.api.client import Client  # noqa: PLC0415
+    from tests.spec.unified.entities import InvalidTest  # noqa: PLC0415
+
+    run = unified.TestRun({}, {}, SimpleNamespace())  # type: ignore[arg-type]
+    client = Client("mongodb://127.0.0.1:1/", serverSelectionTimeoutMS=1)
+    try:
+        run.entities.add("coll", client["db"]["coll"])
+        operation = {"name": "insertOne", "object": "coll", "arguments": {}}
+        for expectation in ({"expectError": {"isClientError": True}}, {}):
+            with pytest.raises(InvalidTest, match="'document'"):
+                run.execute({**operation, **expectation})
+        with pytest.raises(InvalidTest, match="no entity named 'other'"):
+            run.execute({**operation, "object": "other"})
+    finally:
+        client.close()

@@ -32,6 +32,29 @@ class UnsupportedFeature(Exception):
     """The test uses something the runner (or mongocore, or the simulator) does not offer."""
 
 
+class InvalidTest(ValueError):
+    """The test breaks its format: a required field or argument missing, a value the
+    format does not allow, an entity defined twice (the unified format's valid-fail
+    files are made of these)."""
+
+
+class UndefinedEntity(InvalidTest, KeyError):
+    """The test names an entity that it never created."""
+
+    def __str__(self) -> str:
+        # KeyError's str() quotes its argument; this is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class WrongEntityKind(InvalidTest, TypeError):
+    """The test names an entity of another kind than the operation needs."""
+
+
+class EntityCreationFailed(AssertionError):
+    """An entity of createEntities could not be created: mongocore refused its options
+    (the format: the test runner MUST raise an error when it cannot create one)."""
+
+
 @dataclass
 class ClientEntity:
     """A client entity: the mongocore Client, its event log (and log messages, with
@@ -133,16 +156,18 @@ class EntityMap:
     def add(self, name: str, entity: Any) -> None:
         with self._lock:
             if name in self._entities:
-                raise ValueError(f"an entity named {name!r} already exists")
+                raise InvalidTest(f"an entity named {name!r} already exists")
             self._entities[name] = entity
 
     def get(self, name: str, kind: Optional[type] = None) -> Any:
         with self._lock:
             if name not in self._entities:
-                raise KeyError(f"no entity named {name!r}")
+                raise UndefinedEntity(f"no entity named {name!r}")
             entity = self._entities[name]
         if kind is not None and not isinstance(entity, kind):
-            raise TypeError(f"entity {name!r} is a {type(entity).__name__}, not a {kind.__name__}")
+            raise WrongEntityKind(
+                f"entity {name!r} is a {type(entity).__name__}, not a {kind.__name__}"
+            )
         return entity
 
     def __contains__(self, name: str) -> bool:

@@ -39,6 +39,7 @@ from tests.spec.unified import (
 from tests.spec.unified.entities import (
     ClientEntity,
     EntityMap,
+    InvalidTest,
     UnsupportedFeature,
     read_preference,
 )
@@ -71,7 +72,7 @@ class Arguments:
 
     def require(self, key: str) -> Any:
         if key not in self._left:
-            raise ValueError(f"{self._name} requires the argument {key!r}")
+            raise InvalidTest(f"{self._name} requires the argument {key!r}")
         return self._left.pop(key)
 
     def session(self) -> Optional[ClientSession]:
@@ -209,7 +210,7 @@ def _return_document(value: Any) -> ReturnDocument:
         return ReturnDocument.BEFORE
     if text == "after":
         return ReturnDocument.AFTER
-    raise ValueError(f"returnDocument must be Before or After, not {value!r}")
+    raise InvalidTest(f"returnDocument must be Before or After, not {value!r}")
 
 
 # --- collection operations -------------------------------------------------------------

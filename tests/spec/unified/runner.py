@@ -41,7 +41,9 @@ from tests.spec.unified.deployments import Deployment, Deployments, Environment
 from tests.spec.unified.entities import (
     WAIT_TIMEOUT,
     ClientEntity,
+    EntityCreationFailed,
     EntityMap,
+    InvalidTest,
     ThreadEntity,
     UnsupportedFeature,
     target_options,
@@ -163,7 +165,7 @@ def check_special_arguments(name: str, args: Mapping[str, Any]) -> None:
     required, optional = SPECIAL_ARGUMENTS[name]
     missing = sorted(required - set(args))
     if missing:
-        raise ValueError(f"{name} requires the arguments {missing}")
+        raise InvalidTest(f"{name} requires the arguments {missing}")
     check_keys(name, args, required | optional)
 
 
@@ -173,6 +175,7 @@ def run_case(
     *,
     retry_writes_opted_in: bool = False,
     time_dilation: int = 1,
+    not_applicable_rules: bool = True,
 ) -> None:
     """Run one unified test case (the body of every generated pytest test).
 
@@ -180,11 +183,17 @@ def run_case(
     it (see ``seed.opt_in_retry_writes``) before the deviations are looked up, so the
     test asserts upstream's expectations for a client that opted in to retries (with
     the seed's rules of which errors are retried). ``time_dilation``: run the test with
-    every duration that many times longer (:mod:`tests.spec.unified.dilation`)."""
+    every duration that many times longer (:mod:`tests.spec.unified.dilation`).
+    ``not_applicable_rules=False``: run the test even where a [[not_applicable]] rule
+    selects it (a test that must fail: the runner then refuses what it does not offer)."""
     if not isinstance(case, UnifiedCase):
         pytest.skip("spec suite not available")
     document, test = case.load()
-    entry = deviations.not_applicable(case.suite, document, test, case.test_id)
+    entry = (
+        deviations.not_applicable(case.suite, document, test, case.test_id)
+        if not_applicable_rules
+        else None
+    )
     if entry is not None:
         pytest.skip(" ".join(str(entry["reason"]).split()))
     if not schema_supported(str(document.get("schemaVersion", ""))):
@@ -428,51 +437,61 @@ class TestRun:
     def _create_entities(self, definitions: Sequence[Mapping[str, Any]]) -> None:
         for definition in definitions:
             if len(definition) != 1:
-                raise ValueError(f"an entity has exactly one key: {dict(definition)!r}")
+                raise InvalidTest(f"an entity has exactly one key: {dict(definition)!r}")
             kind, spec = next(iter(definition.items()))
-            if kind in _ENTITY_KEYS:
-                check_keys(f"{kind} entity", spec, _ENTITY_KEYS[kind])
-            name = spec["id"]
-            if kind == "client":
-                self.entities.add(name, self._new_client(spec))
-            elif kind == "database":
-                client = self.entities.client(spec["client"])
-                self.entities.add(
-                    name,
-                    client.client.get_database(
-                        spec["databaseName"], **target_options(spec.get("databaseOptions"))
-                    ),
-                )
-            elif kind == "collection":
-                database: Database = self.entities.get(spec["database"], Database)
-                self.entities.add(
-                    name,
-                    database.get_collection(
-                        spec["collectionName"], **target_options(spec.get("collectionOptions"))
-                    ),
-                )
-            elif kind == "session":
-                client = self.entities.client(spec["client"])
-                options = operations.session_options(spec.get("sessionOptions"))
-                session = client.client.start_session(
-                    causal_consistency=options.causal_consistency,
-                    snapshot=options.snapshot,
-                    default_transaction_options=options.default_transaction_options,
-                )
-                self.entities.add(name, session)
-                # Saved now, for $$sessionLsid after the session has ended.
-                self.entities.record_lsid(name, session.session_id)
-            elif kind == "bucket":
-                database = self.entities.get(spec["database"], Database)
-                self.entities.add(
-                    name, gridfs_operations.bucket(database, spec.get("bucketOptions"))
-                )
-            elif kind == "thread":
-                thread = ThreadEntity(name)
-                self.entities.add(name, thread)
-                thread.start()
-            else:
-                raise UnsupportedFeature(f"{kind} entities")
+            try:
+                self._create_entity(kind, spec)
+            except InvalidTest:
+                raise
+            except (ValueError, TypeError, MongoCoreError) as exc:
+                # mongocore refused the entity's options (an unknown API version, an
+                # option out of range): the test cannot run as its file says.
+                raise EntityCreationFailed(
+                    f"{kind} entity {spec.get('id')!r} could not be created: {exc!r}"
+                ) from exc
+
+    def _create_entity(self, kind: str, spec: Mapping[str, Any]) -> None:
+        if kind in _ENTITY_KEYS:
+            check_keys(f"{kind} entity", spec, _ENTITY_KEYS[kind])
+        name = spec["id"]
+        if kind == "client":
+            self.entities.add(name, self._new_client(spec))
+        elif kind == "database":
+            client = self.entities.client(spec["client"])
+            self.entities.add(
+                name,
+                client.client.get_database(
+                    spec["databaseName"], **target_options(spec.get("databaseOptions"))
+                ),
+            )
+        elif kind == "collection":
+            database: Database = self.entities.get(spec["database"], Database)
+            self.entities.add(
+                name,
+                database.get_collection(
+                    spec["collectionName"], **target_options(spec.get("collectionOptions"))
+                ),
+            )
+        elif kind == "session":
+            client = self.entities.client(spec["client"])
+            options = operations.session_options(spec.get("sessionOptions"))
+            session = client.client.start_session(
+                causal_consistency=options.causal_consistency,
+                snapshot=options.snapshot,
+                default_transaction_options=options.default_transaction_options,
+            )
+            self.entities.add(name, session)
+            # Saved now, for $$sessionLsid after the session has ended.
+            self.entities.record_lsid(name, session.session_id)
+        elif kind == "bucket":
+            database = self.entities.get(spec["database"], Database)
+            self.entities.add(name, gridfs_operations.bucket(database, spec.get("bucketOptions")))
+        elif kind == "thread":
+            thread = ThreadEntity(name)
+            self.entities.add(name, thread)
+            thread.start()
+        else:
+            raise UnsupportedFeature(f"{kind} entities")
 
     def _new_client(self, spec: Mapping[str, Any]) -> ClientEntity:
         known = {
@@ -591,6 +610,8 @@ class TestRun:
             )
         except MongoCoreError as exc:
             error = exc
+        except InvalidTest:
+            raise  # the test's own fault, never an error the operation is expected to raise
         except CLIENT_ERRORS as exc:
             # Like pymongo, mongocore refuses invalid arguments (an update without
             # $-operators, a replacement with them) with ValueError or TypeError

@@ -932,9 +932,16 @@ def _writes_default_off_beside_transactions(document: Mapping[str, Any], test: T
 CURSOR_COMMANDS = frozenset({"find", "aggregate", "listCollections", "listIndexes"})
 
 
+#: A session's operations that send the command of their name.
+_SESSION_COMMANDS = frozenset({"commitTransaction", "abortTransaction"})
+
+
 def _sends(operation: Mapping[str, Any], command: str) -> bool:
-    """Does the operation send ``command`` (a getMore: if it reads a cursor)?"""
+    """Does the operation send ``command`` (a getMore: if it reads a cursor; a session's
+    commitTransaction or abortTransaction: that command)?"""
     sent = set(commands_of(operation))
+    if operation.get("name") in _SESSION_COMMANDS:
+        sent.add(str(operation["name"]))
     return command in sent or (command == "getMore" and bool(sent & CURSOR_COMMANDS))
 
 
@@ -1039,6 +1046,12 @@ def _overloaded_errors_seed(document: Mapping[str, Any], test: Test) -> None:
                     raise TransformError(f"a later operation's {command} was taken for a retry")
             elif kind == "cmap":
                 _one_checkout(expected["events"])
+        if command == "abortTransaction":
+            # Its error is ignored (transactions spec, "abortTransaction": "Drivers MUST
+            # ignore any errors"): the operation succeeds, as upstream expects.
+            if "expectError" in operation:
+                raise TransformError("abortTransaction was expected to fail upstream")
+            continue
         if "expectError" in operation:
             continue  # upstream's operation fails too, with the error its last attempt had
         operation.pop("expectResult", None)
