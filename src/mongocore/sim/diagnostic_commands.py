@@ -114,6 +114,9 @@ def cmd_server_status(ctx: CommandContext) -> Reply:
         reply["repl"] = repl
     if process.kind == "mongod":
         reply["storageEngine"] = _storage_engine()
+        monitor = getattr(getattr(process, "deployment", None), "ttl_monitor", None)
+        if monitor is not None:
+            reply["metrics"] = {"ttl": monitor.metrics()}
     # {section: 0} leaves a section out, as on a server.
     for key, value in ctx.cmd.items():
         if key != "serverStatus" and key in reply and not value and key != "ok":

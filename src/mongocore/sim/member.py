@@ -224,6 +224,9 @@ class Member(MemberState):
         """The mongod's steps, in the order command_pipeline.py lists them."""
         owner = self._member_owner
         with self.cond:
+            if self.role == PRIMARY:
+                # The TTL monitor's pass, when one is due (sim/ttl_monitor.py).
+                owner.ttl_monitor.run_if_due(owner.store, owner.transactions)
             if is_transaction_command(name, cmd):
                 return self._transaction_command(command, name, db, cmd)
             check_snapshot_read(name, cmd, supported=owner.is_replica_set)

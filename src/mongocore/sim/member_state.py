@@ -24,6 +24,7 @@ from mongocore.sim.replication import ReplicaView
 from mongocore.sim.server import Connection
 from mongocore.sim.store import DataStore, DataView, OpTime
 from mongocore.sim.transactions import TransactionTable
+from mongocore.sim.ttl_monitor import TTLMonitor
 
 if TYPE_CHECKING:
     from mongocore.sim.member import Member
@@ -74,6 +75,8 @@ class MemberConfig:
 
 class MemberOwner(Owner, Protocol):
     store: DataStore
+    #: The TTL monitor (sim/ttl_monitor.py): its passes run on the primary.
+    ttl_monitor: TTLMonitor
 
     @property
     def transactions(self) -> Optional[TransactionTable]: ...

@@ -39,6 +39,7 @@ from mongocore.sim.replset_report import cluster_time_fields, election_id
 from mongocore.sim.security import Security, User
 from mongocore.sim.store import DataStore, OpTime
 from mongocore.sim.transactions import TransactionTable
+from mongocore.sim.ttl_monitor import TTLMonitor
 
 __all__ = ["ReplicaSet", "cluster_time_fields", "election_id"]
 
@@ -133,6 +134,8 @@ class ReplicaSet:
         self.store = DataStore(clock)
         #: Multi-document transactions, by session (sim/transactions.py).
         self.transactions = TransactionTable(self.store)
+        #: Deletes what TTL indexes expire, on the primary (sim/ttl_monitor.py).
+        self.ttl_monitor = TTLMonitor(clock)
         attach_change_log(self.store, self.cond)  # a replica set's oplog feeds change streams
         self.election_delay = election_delay
         self.term = 0

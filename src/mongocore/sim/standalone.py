@@ -12,6 +12,7 @@ from mongocore.sim.member import PRIMARY, Member, MemberConfig
 from mongocore.sim.replset import _checked_hostname
 from mongocore.sim.security import Security, User
 from mongocore.sim.store import DataStore, OpTime
+from mongocore.sim.ttl_monitor import TTLMonitor
 
 __all__ = ["Standalone"]
 
@@ -45,6 +46,8 @@ class Standalone:
         self._clock = clock
         self.security = Security(tls=tls, tls_mode=tls_mode, users=users, compressors=compressors)
         self.store = DataStore(clock)
+        #: Deletes what TTL indexes expire (sim/ttl_monitor.py).
+        self.ttl_monitor = TTLMonitor(clock)
         self.member = Member(self, 0, MemberConfig(port=port), "standalone")
         self.member.role = PRIMARY
         self._started = False

@@ -58,6 +58,7 @@ from mongocore.sim.transaction_rules import (
     read_concern_level,
     session_options,
 )
+from mongocore.sim.ttl_monitor import SLEEP_PARAMETER, TTLMonitor
 
 __all__ = [
     "DEFAULT_LIFETIME_LIMIT",
@@ -475,7 +476,22 @@ class _Around:
 
 def cmd_set_parameter(ctx: CommandContext) -> Reply:
     """setParameter: transactionLifetimeLimitSeconds, which the replica set's transaction
-    table keeps (the only parameter the simulator can set)."""
+    table keeps, and ttlMonitorSleepSecs, the deployment's TTL monitor's (one at a time:
+    the only parameters the simulator can set)."""
+    if SLEEP_PARAMETER in ctx.cmd and LIFETIME_PARAMETER not in ctx.cmd:
+        monitor = getattr(getattr(ctx.process, "deployment", None), "ttl_monitor", None)
+        others = [
+            name
+            for name in ctx.cmd
+            if name not in ("setParameter", SLEEP_PARAMETER, "comment", "lsid")
+            and not name.startswith("$")
+        ]
+        if others:
+            raise CommandError(
+                238, f"setParameter {', '.join(others)} is not supported by the simulator"
+            )
+        if isinstance(monitor, TTLMonitor):
+            return {"was": monitor.set_parameter(ctx.cmd[SLEEP_PARAMETER]), "ok": 1.0}
     if LIFETIME_PARAMETER not in ctx.cmd:
         names = [name for name in ctx.cmd if name != "setParameter" and not name.startswith("$")]
         raise CommandError(

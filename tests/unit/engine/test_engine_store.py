@@ -146,6 +146,58 @@ def test_ttl_expiry() -> None:
     assert coll.expired(start + datetime.timedelta(seconds=90)) == [coll.get(1)[0]]  # type: ignore[index]
 
 
+def _rid(coll: Collection, doc_id: int) -> int:
+    found = coll.get(doc_id)
+    assert found is not None
+    return found[0]
+
+
+def test_ttl_expiry_takes_the_earliest_date_of_an_array_and_dotted_paths() -> None:
+    coll, stamps = filled(0)
+    coll.create_index(
+        IndexSpec.from_document({"key": {"a.at": 1}, "name": "a_1", "expireAfterSeconds": 60})
+    )
+    start = datetime.datetime(2024, 1, 1)
+    later = start + datetime.timedelta(seconds=100)
+    coll.insert({"_id": 1, "a": {"at": [later, start, "x"]}}, next(stamps))
+    coll.insert({"_id": 2, "a": [{"at": later}, {"at": start}]}, next(stamps))
+    coll.insert({"_id": 3, "a": {"at": [later, 7]}}, next(stamps))
+    coll.insert({"_id": 4, "a": {"at": [1, "s", None]}}, next(stamps))  # no date: never
+    coll.insert({"_id": 5, "a": {}}, next(stamps))
+    assert coll.expired(start + datetime.timedelta(seconds=60)) == [_rid(coll, 1), _rid(coll, 2)]
+    assert coll.expired(start + datetime.timedelta(seconds=59)) == []
+    # Far in the future, still only the documents holding a date.
+    assert coll.expired(start + datetime.timedelta(days=3650)) == [
+        _rid(coll, 1),
+        _rid(coll, 2),
+        _rid(coll, 3),
+    ]
+
+
+def test_ttl_expiry_skips_what_a_partial_index_leaves_out_and_compound_indexes() -> None:
+    coll, stamps = filled(0)
+    coll.create_index(
+        IndexSpec.from_document(
+            {
+                "key": {"at": 1},
+                "name": "at_1",
+                "expireAfterSeconds": 0,
+                "partialFilterExpression": {"kind": "session"},
+            }
+        )
+    )
+    coll.create_index(
+        IndexSpec.from_document(
+            {"key": {"other": 1, "x": 1}, "name": "other_1_x_1", "expireAfterSeconds": 0}
+        )
+    )
+    start = datetime.datetime(2024, 1, 1)
+    coll.insert({"_id": 1, "at": start, "kind": "session"}, next(stamps))
+    coll.insert({"_id": 2, "at": start, "kind": "keep"}, next(stamps))
+    coll.insert({"_id": 3, "other": start, "x": 1}, next(stamps))
+    assert coll.expired(start + datetime.timedelta(seconds=1)) == [_rid(coll, 1)]
+
+
 def test_wildcard_indexes_are_refused() -> None:
     coll, _ = filled(0)
     with pytest.raises(CommandError) as caught:

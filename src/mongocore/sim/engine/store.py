@@ -31,6 +31,7 @@ from mongocore.sim.collation import Collation
 from mongocore.sim.engine.indexes import Index, IndexSpec, duplicate_key_error, make_index
 from mongocore.sim.engine.matcher import Matcher
 from mongocore.sim.engine.paths import Document
+from mongocore.sim.engine.sort import sort_values
 from mongocore.sim.engine.values import MISSING, key, millis
 
 __all__ = ["ID_INDEX", "Collection", "SnapshotTooOld"]
@@ -340,26 +341,28 @@ class Collection:
         del self.indexes[name]
 
     def expired(self, now: datetime.datetime) -> list[int]:
-        """The records a TTL index would delete at ``now`` (a date, or the earliest
-        date of an array, older than ``expireAfterSeconds``)."""
-        records: list[int] = []
+        """The records a TTL pass deletes at ``now``, by the server's rule: an index on
+        one field with ``expireAfterSeconds``, whose value in the document is a date, or
+        an array holding dates (the earliest counts), older than ``expireAfterSeconds``
+        before ``now``. A document without a date there never expires, and neither does
+        one a partial index leaves out. Indexes on more than one field are no TTL indexes."""
+        records: set[int] = set()
         cutoff = millis(now)
         for index in self.indexes.values():
             seconds = index.spec.expire_after_seconds
             if seconds is None or len(index.fields) != 1:
                 continue
             for rid, doc in self.scan():
-                value = (
-                    doc.get(index.fields[0][0], MISSING) if len(index.fields[0]) == 1 else MISSING
-                )
                 dates = [
-                    v
-                    for v in (value if isinstance(value, list) else [value])
+                    millis(v)
+                    for v in sort_values(doc, index.fields[0])
                     if isinstance(v, datetime.datetime)
                 ]
-                if dates and min(millis(d) for d in dates) + seconds * 1000 <= cutoff:
-                    records.append(rid)
-        return sorted(set(records))
+                if not dates or min(dates) + seconds * 1000 > cutoff:
+                    continue
+                if index.keys(doc) is not None:  # in the index (a partial one may skip it)
+                    records.add(rid)
+        return sorted(records)
 
 
 def _has_strings(values: list[Any]) -> bool:
