@@ -261,3 +261,37 @@ def test_create_takes_a_causally_consistent_read_concern(client: RawClient) -> N
         },
     )
     assert reply["ok"] == 1.0, reply
+
+
+def test_geo_and_text_indexes_check_documents_as_a_server_does(client: RawClient) -> None:
+    created = client.command(
+        "db",
+        {
+            "createIndexes": "places",
+            "indexes": [
+                {"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"},
+                {"key": {"about": "text"}, "name": "about_text"},
+            ],
+        },
+    )
+    assert created["ok"] == 1.0
+    line = {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}
+    stored = client.command(
+        "db",
+        {
+            "insert": "places",
+            "documents": [{"_id": 1, "loc": line}, {"_id": 2, "about": "x", "language": "en"}],
+        },
+    )
+    assert stored["n"] == 2 and "writeErrors" not in stored
+    refused = client.command(
+        "db", {"insert": "places", "documents": [{"_id": 3, "loc": [500, 500]}]}
+    )
+    (error,) = refused["writeErrors"]
+    assert error["code"] == 16755 and error["errmsg"].startswith("Can't extract geo keys")
+    listed = client.command("db", {"listIndexes": "places"})["cursor"]["firstBatch"]
+    text = next(doc for doc in listed if doc["name"] == "about_text")
+    assert dict(text["key"]) == {"_fts": "text", "_ftsx": 1}
+    assert text["weights"] == {"about": 1} and text["textIndexVersion"] == 3
+    sphere = next(doc for doc in listed if doc["name"] == "loc_2dsphere")
+    assert sphere["2dsphereIndexVersion"] == 3

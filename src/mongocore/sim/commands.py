@@ -29,8 +29,8 @@ from mongocore.sim.crud_commands import (
     aggregate_writes,
 )
 from mongocore.sim.engine.capped import ttl_refused as capped_ttl_refused
+from mongocore.sim.engine.indexes import index_listing as listing
 from mongocore.sim.engine.matcher import compile_filter
-from mongocore.sim.engine.special_indexes import listing
 from mongocore.sim.query import batch_size as _batch_size
 from mongocore.sim.sessions import RetryableWrite
 from mongocore.sim.store import DataStore, DataView

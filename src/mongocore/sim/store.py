@@ -35,7 +35,7 @@ from mongocore.sim.collation import Collation, parse_collation
 from mongocore.sim.engine import capped, crud, timeseries
 from mongocore.sim.engine.context import MatchContext
 from mongocore.sim.engine.indexes import IndexSpec, make_index
-from mongocore.sim.engine.special_indexes import listing
+from mongocore.sim.engine.indexes import index_listing as listing
 from mongocore.sim.engine.store import ID_INDEX, Collection, SnapshotTooOld
 from mongocore.sim.oplog import (
     OPLOG_HISTORY,

@@ -16,6 +16,12 @@ but documents. Three kinds of operator need more, and come in through a
 
 A query that uses a missing piece is refused with NotImplemented (238), so the engine
 never answers a query it cannot evaluate as a server would.
+
+Some operators produce more than a match: ``$text`` a score per document, ``$near``
+and ``$nearSphere`` a distance and an order. Each compiled query has its
+:class:`QueryAnnotations`, where such an operator records itself (with the logical
+operators it stands under, for the server's rules of where it may be) and the
+metadata it provides (``$meta`` in projections and sorts; the order of a near query).
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ if TYPE_CHECKING:
     from mongocore.sim.engine.matcher import Node
 
 __all__ = [
+    "META_NAMES",
     "ExpressionLanguage",
     "FieldOperator",
     "MatchContext",
     "OperatorTable",
+    "QueryAnnotations",
     "TopLevelOperator",
     "ValueTest",
     "WhereLanguage",
@@ -73,10 +81,14 @@ class FieldOperator:
     server's CommandError for a bad argument); ``expand_leaf`` says whether an array at
     the end of the path offers its elements as candidates too (false for ``$size``,
     ``$elemMatch`` and legacy coordinate pairs); ``siblings`` receives the whole
-    operator document (``$regex`` reads ``$options``, ``$near`` ``$maxDistance``)."""
+    operator document (``$regex`` reads ``$options``, ``$near`` ``$maxDistance``).
+    An operator that needs the path itself (``$near``, whose distance is a document's)
+    gives ``node`` instead: it builds the matcher's node from (path, argument, the
+    operator document, context)."""
 
-    parse: Callable[[Any, Mapping[str, Any], MatchContext], ValueTest]
+    parse: Optional[Callable[[Any, Mapping[str, Any], MatchContext], ValueTest]] = None
     expand_leaf: bool = True
+    node: Optional[Callable[[str, Any, Mapping[str, Any], MatchContext], Node]] = None
 
 
 #: A top-level query operator: ``{$op: argument}`` compiled to a node of the matcher.
@@ -106,6 +118,42 @@ class OperatorTable:
         )
 
 
+#: A document's metadata by name (``$meta``): its value for one document.
+MetaProvider = Callable[[Document], Any]
+
+#: The ``$meta`` names a 7.0 server knows (an unknown one is 17308).
+META_NAMES = frozenset(
+    {
+        "textScore",
+        "randVal",
+        "searchScore",
+        "searchHighlights",
+        "searchScoreDetails",
+        "searchSortValues",
+        "geoNearDistance",
+        "geoNearPoint",
+        "recordId",
+        "indexKey",
+        "sortKey",
+        "timeseriesBucketMinTime",
+        "timeseriesBucketMaxTime",
+        "vectorSearchScore",
+    }
+)
+
+
+class QueryAnnotations:
+    """What the operators of one compiled query record beyond matching (module doc)."""
+
+    def __init__(self) -> None:
+        #: (operator kind, the logical operators it stands under): "text" or "near".
+        self.special: list[tuple[str, tuple[str, ...]]] = []
+        #: The metadata the query provides, by ``$meta`` name.
+        self.meta: dict[str, MetaProvider] = {}
+        #: The order of a near query's results (a key per document, ascending).
+        self.order: Optional[Callable[[Document], Any]] = None
+
+
 @dataclass(frozen=True)
 class MatchContext:
     """Everything a query is compiled with besides the filter itself."""
@@ -121,3 +169,8 @@ class MatchContext:
     rng: Callable[[], float] = random.random
     #: Inside ``$elemMatch``: ``$where``, ``$text`` and ``$expr`` are refused there.
     in_elem_match: bool = False
+    #: The logical operators (``$and``, ``$or``, ``$nor``, ``$not``, ``$elemMatch``)
+    #: around the expression being compiled.
+    enclosing: tuple[str, ...] = ()
+    #: The annotations of the query being compiled (compile_filter makes them).
+    annotations: Optional[QueryAnnotations] = None

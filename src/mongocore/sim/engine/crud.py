@@ -19,11 +19,11 @@ from bson import ObjectId
 
 from mongocore.sim.codes import CommandError
 from mongocore.sim.engine.context import MatchContext
-from mongocore.sim.engine.matcher import DEFAULT_CONTEXT, compile_filter
+from mongocore.sim.engine.matcher import DEFAULT_CONTEXT, Matcher, compile_filter
 from mongocore.sim.engine.paths import Document
-from mongocore.sim.engine.projection import compile_projection
+from mongocore.sim.engine.projection import Projection, compile_projection
 from mongocore.sim.engine.query_operators import is_operator_document
-from mongocore.sim.engine.sort import compile_sort
+from mongocore.sim.engine.sort import Sort, compile_sort
 from mongocore.sim.engine.store import Collection, Stamp
 from mongocore.sim.engine.update import (
     compile_replacement,
@@ -96,18 +96,26 @@ def find(
     limit is its absolute value, as a single batch)."""
     matcher = compile_filter(flt, context)
     compiled_projection = compile_projection(projection, context)
+    natural_sort = _natural_order(sort) is not None
+    compiled_sort = compile_sort(sort, context.collation) if sort and not natural_sort else None
+    _check_meta(matcher, compiled_projection, compiled_sort)
     wants_position = compiled_projection is not None and compiled_projection.needs_position
     hits = collection.find(matcher, as_of, context.collation)
     limit = abs(limit)
     natural = _natural_order(sort)
+    order = matcher.annotations.order
     if natural is not None:
         # {$natural: 1 | -1}: record order, forwards or backwards (a collection scan).
         ordered = [doc for _, doc in hits]
         if natural < 0:
             ordered.reverse()
         selected = ordered[skip : skip + limit if limit else None]
-    elif sort:
-        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
+    elif compiled_sort is not None or order is not None:
+        ordered = [doc for _, doc in hits]
+        if order is not None:  # a near query: nearest first, ties in scan order
+            ordered.sort(key=order)
+        if compiled_sort is not None:
+            ordered = compiled_sort.sort(ordered, matcher.meta)
         selected = ordered[skip : skip + limit if limit else None]
     else:
         selected = []
@@ -122,7 +130,7 @@ def find(
     results = []
     for doc in selected:
         position = matcher.match_position(doc)[1] if wants_position else None
-        results.append(compiled_projection.apply(doc, position))
+        results.append(compiled_projection.apply(doc, position, matcher.meta))
     return results
 
 
@@ -137,6 +145,41 @@ def _natural_order(sort: Any) -> Optional[int]:
             return int(direction)
         raise CommandError(2, "$natural sort cannot be set to a value other than -1 or 1")
     return None
+
+
+def _ordered(
+    matcher: Matcher, hits: list[tuple[int, Document]], sort: Any, context: MatchContext
+) -> list[tuple[int, Document]]:
+    """A write's matches in the order it takes them: a near query's nearest first, then
+    the statement's sort (its ``$meta`` keys from the query)."""
+    order = matcher.annotations.order
+    if not sort and order is None:
+        return hits
+    by_identity = {id(doc): rid for rid, doc in hits}
+    docs = [doc for _, doc in hits]
+    if order is not None:
+        docs.sort(key=order)
+    if sort:
+        compiled = compile_sort(sort, context.collation)
+        _check_meta(matcher, None, compiled)
+        docs = compiled.sort(docs, matcher.meta)
+    return [(by_identity[id(doc)], doc) for doc in docs]
+
+
+def _check_meta(matcher: Matcher, projection: Optional[Projection], sort: Optional[Sort]) -> None:
+    """The ``$meta`` values a projection or sort asks for must come from the query."""
+    wanted = (projection.meta_names if projection is not None else set()) | (
+        sort.meta_names if sort is not None else set()
+    )
+    for name in sorted(wanted):
+        if matcher.has_meta(name):
+            continue
+        if name == "textScore":
+            raise CommandError(40218, "query requires text score metadata, but it is not available")
+        raise CommandError(
+            238,
+            f'$meta: "{name}" without a query that provides it is not implemented by the simulator',
+        )
 
 
 def count(
@@ -231,11 +274,7 @@ def update(
         raise CommandError(9, "multi update is not supported for replacement-style update")
     writes = _writes(stamps)
     result = UpdateResult()
-    hits = list(collection.find(matcher, None, context.collation))
-    if sort:
-        by_identity = {id(doc): rid for rid, doc in hits}
-        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
-        hits = [(by_identity[id(doc)], doc) for doc in ordered]
+    hits = _ordered(matcher, list(collection.find(matcher, None, context.collation)), sort, context)
     if not multi:
         hits = hits[:1]
     for rid, doc in hits:
@@ -282,7 +321,7 @@ def delete(
 ) -> int:
     """One delete statement (``limit`` 1: the first match only); the number deleted."""
     matcher = compile_filter(q, context)
-    hits = list(collection.find(matcher, None, context.collation))
+    hits = _ordered(matcher, list(collection.find(matcher, None, context.collation)), None, context)
     if limit:
         hits = hits[:1]
     writes = _writes(stamps)
@@ -308,11 +347,8 @@ def find_and_modify(
     """findAndModify: the document (before or after) and the ``lastErrorObject``."""
     matcher = compile_filter(q, context)
     projection = compile_projection(fields, context)
-    hits = list(collection.find(matcher, None, context.collation))
-    if sort:
-        by_identity = {id(doc): rid for rid, doc in hits}
-        ordered = compile_sort(sort, context.collation).sort(doc for _, doc in hits)
-        hits = [(by_identity[id(doc)], doc) for doc in ordered]
+    _check_meta(matcher, projection, None)
+    hits = _ordered(matcher, list(collection.find(matcher, None, context.collation)), sort, context)
     writes = _writes(stamps)
     value: Optional[Document] = None
     last_error: dict[str, Any] = {"n": 0}
@@ -340,6 +376,8 @@ def find_and_modify(
             last_error = {"n": 0, "updatedExisting": False}
     if value is not None and projection is not None:
         value = projection.apply(
-            value, matcher.match_position(value)[1] if projection.needs_position else None
+            value,
+            matcher.match_position(value)[1] if projection.needs_position else None,
+            matcher.meta,
         )
     return value, last_error

@@ -21,7 +21,7 @@ import hashlib
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import bson
 
@@ -33,7 +33,15 @@ from mongocore.sim.engine.render import render
 from mongocore.sim.engine.sort import sort_values
 from mongocore.sim.engine.values import MISSING, UNDEFINED, is_number, key, numeric_value
 
-__all__ = ["KINDS", "Index", "IndexSpec", "duplicate_key_error", "make_index"]
+__all__ = [
+    "KINDS",
+    "Index",
+    "IndexSpec",
+    "duplicate_key_error",
+    "index_kind",
+    "index_listing",
+    "make_index",
+]
 
 Key = tuple[Any, ...]
 
@@ -181,15 +189,38 @@ class Index:
     def __len__(self) -> int:
         return sum(len(holders) for holders in self._entries.values())
 
+    @classmethod
+    def listing(cls, document: Mapping[str, Any]) -> dict[str, Any]:
+        """``document`` (an index as createIndexes gave it) as listIndexes shows an index
+        of this kind: a kind that stores its spec otherwise (text, 2dsphere) says how."""
+        return dict(document)
+
 
 def _absent(doc: Document, parts: tuple[str, ...]) -> bool:
     return all(value is MISSING for value, _ in candidates(doc, parts, expand_leaf=False))
 
 
 #: Index kinds beyond ascending/descending/hashed, by the key pattern's value: the text,
-#: geo and wildcard modules register theirs (a class taking (spec, namespace)).
-KINDS: dict[str, Callable[[IndexSpec, str], Index]] = {}
+#: geo and wildcard modules register theirs (an Index subclass taking (spec, namespace)).
+KINDS: dict[str, type[Index]] = {}
 _LATER = ("text", "2d", "2dsphere", "geoHaystack")
+
+
+def index_kind(pattern: Mapping[str, Any]) -> Optional[str]:
+    """The registered kind of a key pattern (its first string value in KINDS), or None."""
+    for value in pattern.values():
+        if isinstance(value, str) and value in KINDS:
+            return value
+    return None
+
+
+def index_listing(document: Mapping[str, Any]) -> dict[str, Any]:
+    """An index document as listIndexes shows it, by its kind (:meth:`Index.listing`)."""
+    pattern = document.get("key")
+    kind = index_kind(pattern) if isinstance(pattern, Mapping) else None
+    if kind is None:
+        return dict(document)
+    return KINDS[kind].listing(document)
 
 
 def make_index(spec: IndexSpec, namespace: str) -> Index:

@@ -17,6 +17,7 @@ geo operators plug in.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
@@ -28,6 +29,7 @@ from mongocore.sim.codes import CommandError
 from mongocore.sim.engine.context import (
     MatchContext,
     OperatorTable,
+    QueryAnnotations,
     TopLevelOperator,
     ValueTest,
 )
@@ -65,12 +67,14 @@ DEFAULT_CONTEXT = MatchContext()
 class Matcher:
     """A compiled filter."""
 
-    __slots__ = ("_node", "context", "filter", "id_values")
+    __slots__ = ("_node", "annotations", "context", "filter", "id_values")
 
     def __init__(self, flt: Mapping[str, Any], node: Node, context: MatchContext) -> None:
         self.filter = flt
         self.context = context
         self._node = node
+        #: What ``$text`` and the near operators recorded (context.py).
+        self.annotations = context.annotations or QueryAnnotations()
         #: The ``_id`` values the filter pins ``_id`` to (``{_id: v}``, ``{_id: {$eq:
         #: v}}``, ``{_id: {$in: [...]}}`` at the top level), for an index lookup; None
         #: when the filter does not pin it. A match must still be confirmed.
@@ -86,12 +90,41 @@ class Matcher:
         matched = self._node(doc, details)
         return matched, (details[-1] if details else None)
 
+    def has_meta(self, name: str) -> bool:
+        """True when the query provides the ``$meta`` value ``name`` (textScore with a
+        ``$text``, geoNearDistance and geoNearPoint with a near query)."""
+        return name in self.annotations.meta
+
+    def meta(self, name: str, doc: Document) -> Any:
+        """The ``$meta`` value ``name`` of a document the query matched."""
+        return self.annotations.meta[name](doc)
+
 
 def compile_filter(flt: Any, context: MatchContext = DEFAULT_CONTEXT) -> Matcher:
     """Parse ``flt`` as a 7.0 server parses a query filter."""
     if not isinstance(flt, Mapping):
         raise CommandError(14, "Expected a query filter document")
-    return Matcher(flt, _compile_document(flt, context), context)
+    context = dataclasses.replace(context, annotations=QueryAnnotations(), enclosing=())
+    node = _compile_document(flt, context)
+    assert context.annotations is not None
+    _check_special(context.annotations)
+    return Matcher(flt, node, context)
+
+
+def _check_special(annotations: QueryAnnotations) -> None:
+    # The server's CanonicalQuery::isValid rules, in its order.
+    texts = [where for kind, where in annotations.special if kind == "text"]
+    nears = [where for kind, where in annotations.special if kind == "near"]
+    if len(texts) > 1:
+        raise bad_value("Too many text expressions")
+    if texts and "$nor" in texts[0]:
+        raise bad_value("text expression not allowed in nor")
+    if len(nears) > 1:
+        raise bad_value("Too many geoNear expressions")
+    if nears and any(name != "$and" for name in nears[0]):
+        raise bad_value("geoNear must be top-level expr")
+    if texts and nears:
+        raise bad_value("text and geoNear not allowed in same query")
 
 
 def truthy(value: Any) -> bool:
@@ -175,10 +208,11 @@ def _clauses(name: str, value: Any, context: MatchContext) -> list[Node]:
     if not value:
         raise bad_value("$and/$or/$nor must be a nonempty array")
     nodes = []
+    inner = dataclasses.replace(context, enclosing=(*context.enclosing, name))
     for clause in value:
         if not isinstance(clause, Mapping):
             raise bad_value("$or/$and/$nor entries need to be full objects")
-        nodes.append(_compile_document(clause, context))
+        nodes.append(_compile_document(clause, inner))
     return nodes
 
 
@@ -324,9 +358,12 @@ def _operator_document(path: str, spec: Mapping[str, Any], context: MatchContext
             continue
         plugin = table.get(op)
         if plugin is not None:
-            nodes.append(
-                _field_node(path, plugin.parse(argument, spec, context), plugin.expand_leaf)
-            )
+            if plugin.node is not None:
+                nodes.append(plugin.node(path, argument, spec, context))
+            elif plugin.parse is not None:
+                nodes.append(
+                    _field_node(path, plugin.parse(argument, spec, context), plugin.expand_leaf)
+                )
             continue
         if op in _operators(context).known:
             raise _not_implemented(op)
@@ -406,7 +443,8 @@ def _not(path: str, argument: Any, spec: Mapping[str, Any], context: MatchContex
         raise bad_value("$not cannot be empty")
     if not is_operator_document(argument):
         raise bad_value("unknown operator: " + str(next(iter(argument))))
-    return _negate(_operator_document(path, argument, context))
+    inner = dataclasses.replace(context, enclosing=(*context.enclosing, "$not"))
+    return _negate(_operator_document(path, argument, inner))
 
 
 def _elem_match(path: str, argument: Any, spec: Mapping[str, Any], context: MatchContext) -> Node:
@@ -420,6 +458,8 @@ def _elem_match(path: str, argument: Any, spec: Mapping[str, Any], context: Matc
         operators=context.operators,
         rng=context.rng,
         in_elem_match=True,
+        enclosing=(*context.enclosing, "$elemMatch"),
+        annotations=context.annotations,
     )
     first = next(iter(argument), "")
     value_form = is_operator_document(argument) and first not in _LOGICAL

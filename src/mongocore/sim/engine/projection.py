@@ -9,23 +9,49 @@ since 4.4; ``$slice`` keeps the field where it is and, alone, the rest of the do
 The positional ``a.$`` keeps the element of ``a`` that the query matched (the matcher's
 :meth:`~mongocore.sim.engine.matcher.Matcher.match_position`).
 
-Aggregation expressions and ``$meta`` in a projection need the expression language and
-the text module (context.py); until they come, such a projection is refused with
-NotImplemented (238).
+``{field: {$meta: name}}`` adds a document's metadata after the projected fields:
+``textScore`` (a ``$text`` query's score), ``geoNearDistance`` and ``geoNearPoint``
+(a near query's); the caller passes the query's metadata (Matcher.meta). The other
+names a 7.0 server knows (``indexKey``, ``recordId``, ``sortKey``, the Atlas Search
+ones) are refused with NotImplemented (238): their values depend on a query plan or on
+Atlas Search, which the simulator does not have. Aggregation expressions in a find
+projection need the expression language; until it comes, they are refused with 238.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from mongocore.sim.codes import CommandError
-from mongocore.sim.engine.context import MatchContext
+from mongocore.sim.engine.context import META_NAMES, MatchContext
 from mongocore.sim.engine.matcher import DEFAULT_CONTEXT, compile_filter
 from mongocore.sim.engine.paths import Document
-from mongocore.sim.engine.values import is_number, numeric_value
+from mongocore.sim.engine.values import MISSING, is_number, numeric_value
 
-__all__ = ["Projection", "compile_projection"]
+__all__ = ["MetaValues", "Projection", "compile_projection", "meta_name"]
+
+#: A query's metadata: (``$meta`` name, document) -> value, MISSING when it has none.
+MetaValues = Callable[[str, Document], Any]
+
+#: The ``$meta`` names the engine provides (module doc).
+PROVIDED_META = frozenset({"textScore", "geoNearDistance", "geoNearPoint"})
+
+
+def meta_name(argument: Any) -> str:
+    """The name of a ``{$meta: name}``, checked as the server checks it."""
+    if not isinstance(argument, str):
+        raise CommandError(17307, "$meta expects a string argument")
+    if argument not in META_NAMES:
+        raise CommandError(17308, f"Unsupported argument to $meta: {argument}")
+    if argument not in PROVIDED_META:
+        raise CommandError(
+            238,
+            f'$meta: "{argument}" is not implemented by the simulator (it has no query plans'
+            " and no Atlas Search)",
+        )
+    return argument
+
 
 _INCLUDE, _EXCLUDE = "include", "exclude"
 
@@ -80,6 +106,8 @@ class Projection:
         self.positional: Optional[str] = None
         self.tree = _Tree()
         self._seen: list[str] = []
+        #: The ``$meta`` fields: (field name, metadata name), in the spec's order.
+        self.metas: list[tuple[str, str]] = []
         for name, value in spec.items():
             self._add(str(name), value, context)
         if self.mode is None:
@@ -138,8 +166,16 @@ class Projection:
                     self._set_mode(_INCLUDE, path)
                 self._place(path, _Special(operator, value[operator], context))
                 return
-            if operator == "$meta":
-                raise CommandError(238, "$meta projections are not implemented by the simulator")
+            if operator == "$meta" and len(value) == 1:
+                name = meta_name(value["$meta"])
+                if "." in path:
+                    raise CommandError(
+                        238, "$meta on an embedded field is not implemented by the simulator"
+                    )
+                self._check_collision(path)
+                self._seen.append(path)
+                self.metas.append((path, name))
+                return
             raise CommandError(
                 238, "expressions in a find projection are not implemented by the simulator"
             )
@@ -156,6 +192,15 @@ class Projection:
             return
         self._set_mode(flag, path)
         self._place(path, flag)
+
+    def _check_collision(self, path: str) -> None:
+        for seen in self._seen:
+            if seen == path or path.startswith(seen + "."):
+                raise CommandError(
+                    31250, f"Path collision at {path} remaining portion {path[len(seen) + 1 :]}"
+                )
+            if seen.startswith(path + "."):
+                raise CommandError(31250, f"Path collision at {path}")
 
     def _place(self, path: str, leaf: Any) -> None:
         for seen in self._seen:
@@ -178,8 +223,16 @@ class Projection:
 
     # -- applying ----------------------------------------------------------------------
 
-    def apply(self, doc: Document, position: Optional[int] = None) -> Document:
-        """The projected document (``doc`` is not changed)."""
+    @property
+    def meta_names(self) -> set[str]:
+        """The ``$meta`` names the projection asks for."""
+        return {name for _, name in self.metas}
+
+    def apply(
+        self, doc: Document, position: Optional[int] = None, meta: Optional[MetaValues] = None
+    ) -> Document:
+        """The projected document (``doc`` is not changed); ``meta`` gives the query's
+        metadata for ``$meta`` fields."""
         if self.positional is not None and position is None:
             raise CommandError(
                 51246,
@@ -190,6 +243,11 @@ class Projection:
             result = self._include(doc, self.tree, top=True, position=position, prefix="")
         else:
             result = self._exclude(doc, self.tree, top=True)
+        for path, name in self.metas:
+            value = meta(name, doc) if meta is not None else MISSING
+            result.pop(path, None)
+            if value is not MISSING:
+                result[path] = value
         return result
 
     def _include(

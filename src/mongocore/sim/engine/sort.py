@@ -7,6 +7,9 @@ empty array sorts as undefined (before null), a missing field as null, and a pat
 through an array of documents offers the field of each element. Values compare as BSON
 (values.py), strings under the sort's collation. Documents that tie keep the order
 they came in (a collection scan's order), as the server's sort is stable for a scan.
+
+``{field: {$meta: "textScore"}}`` sorts by a ``$text`` query's score, highest first
+(the field's name does not matter); the caller passes the query's metadata.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ __all__ = ["Sort", "compile_sort", "sort_values"]
 
 #: A provider of ``{$meta: ...}`` sort keys (the text module's ``textScore``).
 MetaSort = Callable[[str, Document], Any]
+
+_SORTABLE_META = frozenset({"textScore"})
 
 
 def sort_values(doc: Mapping[str, Any], parts: tuple[str, ...]) -> list[Any]:
@@ -59,10 +64,19 @@ class Sort:
     """A compiled sort specification."""
 
     def __init__(
-        self, fields: list[tuple[tuple[str, ...], int]], collation: Optional[Collation]
+        self,
+        fields: list[tuple[tuple[str, ...], int]],
+        collation: Optional[Collation],
+        metas: Optional[dict[int, str]] = None,
     ) -> None:
         self.fields = fields
         self.collation = collation
+        #: The fields that sort by metadata: their position in ``fields`` and the name.
+        self.metas = metas or {}
+
+    @property
+    def meta_names(self) -> set[str]:
+        return set(self.metas.values())
 
     def field_key(self, parts: tuple[str, ...], direction: int) -> Callable[[Document], Any]:
         collation = self.collation
@@ -78,10 +92,21 @@ class Sort:
         single-direction sort; :meth:`sort` handles mixed directions)."""
         return tuple(self.field_key(p, d)(doc) for p, d in self.fields)
 
-    def sort(self, docs: Iterable[Document]) -> list[Document]:
-        """The documents in this sort's order, ties in their incoming order."""
+    def sort(self, docs: Iterable[Document], meta: Optional[MetaSort] = None) -> list[Document]:
+        """The documents in this sort's order, ties in their incoming order; ``meta``
+        gives the query's metadata for ``$meta`` keys."""
         result = list(docs)
-        for parts, direction in reversed(self.fields):
+        for position in reversed(range(len(self.fields))):
+            parts, direction = self.fields[position]
+            name = self.metas.get(position)
+            if name is not None:
+                if meta is None:
+                    raise CommandError(
+                        40218, "query requires text score metadata, but it is not available"
+                    )
+                provide = meta
+                result.sort(key=lambda doc: key(provide(name, doc)), reverse=True)
+                continue
             result.sort(key=self.field_key(parts, direction), reverse=direction < 0)
         return result
 
@@ -91,6 +116,7 @@ def compile_sort(spec: Any, collation: Optional[Collation] = None) -> Sort:
     if not isinstance(spec, Mapping):
         raise CommandError(14, "Expected sort to be an object")
     fields: list[tuple[tuple[str, ...], int]] = []
+    metas: dict[int, str] = {}
     for name, direction in spec.items():
         path = str(name)
         if not path:
@@ -100,10 +126,27 @@ def compile_sort(spec: Any, collation: Optional[Collation] = None) -> Sort:
         if any(not part for part in path.split(".")):
             raise CommandError(15998, "FieldPath field names may not be empty strings.")
         if isinstance(direction, Mapping):
-            raise CommandError(238, "$meta sort keys are not implemented by the simulator")
+            metas[len(fields)] = _meta_sort(path, direction)
+            fields.append((split(path), -1))
+            continue
         if not is_number(direction) or numeric_value(direction) not in (1, -1):
             raise CommandError(
                 15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)"
             )
         fields.append((split(path), int(numeric_value(direction))))
-    return Sort(fields, collation)
+    return Sort(fields, collation, metas)
+
+
+def _meta_sort(path: str, direction: Mapping[str, Any]) -> str:
+    if len(direction) != 1 or "$meta" not in direction:
+        raise CommandError(
+            15974, f"Illegal key in $sort specification: {path}: {dict(direction)!r}"
+        )
+    name = direction["$meta"]
+    if not isinstance(name, str):
+        raise CommandError(17307, "$meta expects a string argument")
+    if name in _SORTABLE_META:
+        return name
+    if name in ("randVal", "searchScore", "geoNearDistance", "vectorSearchScore"):
+        raise CommandError(238, f'sorting by $meta: "{name}" is not implemented by the simulator')
+    raise CommandError(31138, f'Illegal $meta sort: $meta: "{name}"')
