@@ -12,12 +12,14 @@ from typing import Any
 import pytest
 
 from mongocore.sim.codes import CommandError
+from mongocore.sim.collation import parse_collation
 from mongocore.sim.engine import crud
 from mongocore.sim.engine.context import MatchContext
 from mongocore.sim.engine.indexes import IndexSpec, index_listing
 from mongocore.sim.engine.paths import Document
 from mongocore.sim.engine.render import render_document
 from mongocore.sim.engine.search import collection_operators, geo_near_parser
+from mongocore.sim.engine.stages import PipelineContext, parse_pipeline
 from mongocore.sim.engine.store import Collection
 
 # The manual's "places" (Geospatial Queries, "Examples" and $geoNear).
@@ -68,10 +70,23 @@ class Setup:
     def ids(self, flt: Any, **options: Any) -> list[Any]:
         return [doc["_id"] for doc in self.find(flt, **options)]
 
+    def pipeline_context(self, **options: Any) -> PipelineContext:
+        """What the command layer gives a pipeline on this collection: the $geoNear
+        provider and the collection's query operators."""
+        return PipelineContext(
+            db="test",
+            coll="places",
+            providers={"$geoNear": geo_near_parser(self.coll.indexes.values, "test.places")},
+            operators=collection_operators(self.coll.indexes.values, "test.places"),
+            **options,
+        )
+
+    def aggregate(self, pipeline: list[Any], **options: Any) -> list[Document]:
+        parsed = parse_pipeline(pipeline, self.pipeline_context(**options))
+        return parsed(doc for _, doc in self.coll.scan())
+
     def geo_near(self, options: Mapping[str, Any]) -> list[Document]:
-        parser = geo_near_parser(self.coll.indexes.values, "test.places")
-        stage = parser(dict(options), None)
-        return list(stage.run(doc for _, doc in self.coll.scan()))
+        return self.aggregate([{"$geoNear": dict(options)}])
 
 
 def error(call: Any, *args: Any, **kwargs: Any) -> CommandError:
@@ -504,6 +519,40 @@ def test_geo_near_stage_errors() -> None:
     assert error(s.geo_near, {"near": near, "distanceField": "d", "key": 1}).code == 14
     e = error(s.geo_near, {"near": near, "distanceField": "d", "key": "nowhere"})
     assert e.code == 291
+
+
+def test_geo_near_stage_in_a_pipeline() -> None:
+    s = Setup(PLACES, {"location": "2dsphere"})
+    near = {"type": "Point", "coordinates": [-73.99279, 40.719296]}
+    # Its query compiles with the command's let and collation, as $match's does.
+    out = s.aggregate(
+        [
+            {
+                "$geoNear": {
+                    "near": near,
+                    "distanceField": "d",
+                    "query": {"$expr": {"$eq": ["$category", "$$kind"]}},
+                }
+            },
+            {"$project": {"_id": 1}},
+        ],
+        variables={"kind": "Parks"},
+    )
+    assert out == [{"_id": 2}, {"_id": 1}]
+    parks = s.aggregate(
+        [{"$geoNear": {"near": near, "distanceField": "d", "query": {"category": "parks"}}}],
+        collation=parse_collation({"locale": "en", "strength": 2}),
+    )
+    assert [d["_id"] for d in parks] == [2, 1]
+    e = error(s.aggregate, [{"$match": {}}, {"$geoNear": {"near": near, "distanceField": "d"}}])
+    assert e.code == 40602
+    # Without the provider (a pipeline the command layer did not give one) it is refused.
+    e = error(
+        lambda: parse_pipeline(
+            [{"$geoNear": {"near": near, "distanceField": "d"}}], PipelineContext()
+        )
+    )
+    assert e.code == 238
 
 
 def test_writes_take_a_near_querys_matches_nearest_first() -> None:

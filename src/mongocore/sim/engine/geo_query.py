@@ -59,6 +59,8 @@ from mongocore.sim.engine.paths import Document, candidates, split
 from mongocore.sim.engine.query_operators import bad_value
 from mongocore.sim.engine.render import render
 from mongocore.sim.engine.spherical import EARTH_RADIUS_METERS
+from mongocore.sim.engine.stages.context import PipelineContext
+from mongocore.sim.engine.stages.registry import Stage, StageProvider
 from mongocore.sim.engine.values import MISSING, is_number, numeric_value
 
 __all__ = ["GeoNearStage", "GeoSearch"]
@@ -351,15 +353,14 @@ class GeoSearch:
 
     # -- the $geoNear stage ---------------------------------------------------------------
 
-    def geo_near_parser(self) -> Callable[[Any, Any], GeoNearStage]:
+    def geo_near_parser(self) -> StageProvider:
         """A parser of the ``$geoNear`` stage for this collection (a StageProvider: the
-        command layer puts it in PipelineContext.providers)."""
+        command layer puts it in PipelineContext.providers, the registry's slot for the
+        stage); its ``query`` compiles with the pipeline's collation, ``let`` and
+        operator table."""
 
-        def parse(argument: Any, context: Any) -> GeoNearStage:
-            match_context = (
-                context.match_context() if hasattr(context, "match_context") else MatchContext()
-            )
-            return GeoNearStage(argument, self, match_context)
+        def parse(argument: Any, context: PipelineContext) -> Stage:
+            return GeoNearStage(argument, self, context.match_context())
 
         return parse
 
@@ -406,7 +407,7 @@ def _set_path(doc: Document, path: str, value: Any) -> Document:
     return out
 
 
-class GeoNearStage:
+class GeoNearStage(Stage):
     """A parsed ``$geoNear`` (module doc)."""
 
     name = "$geoNear"

@@ -9,12 +9,13 @@ Importing this module registers the ``text``, ``2d`` and ``2dsphere`` index kind
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Callable
+from typing import Callable
 
 from mongocore.sim.engine.context import OperatorTable
-from mongocore.sim.engine.geo_query import GeoNearStage, GeoSearch
+from mongocore.sim.engine.geo_query import GeoSearch
 from mongocore.sim.engine.indexes import Index
 from mongocore.sim.engine.matcher import DEFAULT_OPERATORS
+from mongocore.sim.engine.stages.registry import StageProvider
 from mongocore.sim.engine.text_query import text_operator
 
 __all__ = ["collection_operators", "geo_near_parser"]
@@ -36,9 +37,7 @@ def collection_operators(
     )
 
 
-def geo_near_parser(
-    indexes: Callable[[], Iterable[Index]], namespace: str
-) -> Callable[[Any, Any], GeoNearStage]:
+def geo_near_parser(indexes: Callable[[], Iterable[Index]], namespace: str) -> StageProvider:
     """The ``$geoNear`` stage parser of a collection: the StageProvider the command
     layer gives a pipeline under ``"$geoNear"``."""
     return GeoSearch(indexes, namespace).geo_near_parser()
