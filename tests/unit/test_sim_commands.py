@@ -295,3 +295,48 @@ def test_geo_and_text_indexes_check_documents_as_a_server_does(client: RawClient
     assert text["weights"] == {"about": 1} and text["textIndexVersion"] == 3
     sphere = next(doc for doc in listed if doc["name"] == "loc_2dsphere")
     assert sphere["2dsphereIndexVersion"] == 3
+
+
+def test_text_and_geo_queries_run_on_the_collections_indexes(client: RawClient) -> None:
+    places = [
+        {"_id": 1, "loc": {"type": "Point", "coordinates": [-73.97, 40.77]}, "about": "park"},
+        {"_id": 2, "loc": {"type": "Point", "coordinates": [-73.9928, 40.7193]}, "about": "cafe"},
+        {"_id": 3, "loc": {"type": "Point", "coordinates": [-73.9375, 40.8303]}, "about": "parks"},
+    ]
+    client.command("db", {"insert": "places", "documents": places})
+    near = {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [-73.9667, 40.78]}}}}
+    unindexed = client.command("db", {"find": "places", "filter": near})
+    assert unindexed["code"] == 291  # NoQueryExecutionPlans: $near needs its index
+    no_text = client.command("db", {"find": "places", "filter": {"$text": {"$search": "park"}}})
+    assert no_text["code"] == 27  # IndexNotFound: text index required for $text query
+    client.command(
+        "db",
+        {
+            "createIndexes": "places",
+            "indexes": [
+                {"key": {"loc": "2dsphere"}, "name": "loc_2dsphere"},
+                {"key": {"about": "text"}, "name": "about_text"},
+            ],
+        },
+    )
+
+    def ids(flt: Any, **options: Any) -> list[Any]:
+        reply = client.command("db", {"find": "places", "filter": flt, **options})
+        return [doc["_id"] for doc in reply["cursor"]["firstBatch"]]
+
+    assert ids(near) == [1, 3, 2]  # nearest first
+    within = {"$geoWithin": {"$centerSphere": [[-73.93414657, 40.82302903], 5 / 3963.2]}}
+    assert ids({"loc": within}) == [1, 3]
+    # "parks" stems to "park": both match; the string that is the term itself scores 1.1.
+    scored = client.command(
+        "db",
+        {
+            "find": "places",
+            "filter": {"$text": {"$search": "park"}},
+            "projection": {"score": {"$meta": "textScore"}},
+            "sort": {"score": {"$meta": "textScore"}},
+        },
+    )["cursor"]["firstBatch"]
+    assert [(doc["_id"], doc["score"]) for doc in scored] == [(1, 1.1), (3, 1.0)]
+    deleted = client.command("db", {"delete": "places", "deletes": [{"q": near, "limit": 1}]})
+    assert deleted["n"] == 1 and ids({}) == [2, 3]

@@ -22,6 +22,8 @@ ever rolled back).
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -33,9 +35,10 @@ from mongocore.sim.catalog import CollectionOptions
 from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation, parse_collation
 from mongocore.sim.engine import capped, crud, timeseries
-from mongocore.sim.engine.context import MatchContext
+from mongocore.sim.engine.context import MatchContext, OperatorTable
 from mongocore.sim.engine.indexes import IndexSpec, make_index
 from mongocore.sim.engine.indexes import index_listing as listing
+from mongocore.sim.engine.search import collection_operators
 from mongocore.sim.engine.store import ID_INDEX, Collection, SnapshotTooOld
 from mongocore.sim.oplog import (
     OPLOG_HISTORY,
@@ -81,6 +84,24 @@ _TRIM_ENTRIES = 4096
 def stamp_of(ts: Timestamp) -> int:
     """The engine's stamp of an oplog timestamp: one integer, ordered as timestamps are."""
     return (ts.time << 32) | ts.inc
+
+
+#: Each collection's operator table: the matcher's, with ``$text`` and the geo operators
+#: over the collection's own indexes (read when a query compiles, so one table serves
+#: while indexes come and go).
+_OPERATORS: weakref.WeakKeyDictionary[Collection, OperatorTable] = weakref.WeakKeyDictionary()
+
+
+def _for_collection(context: MatchContext, collection: Collection) -> MatchContext:
+    """``context`` with the collection's operator table, so that its queries can use
+    ``$text``, ``$near``, ``$geoWithin``, ... as a server's can."""
+    if context.operators is not None:
+        return context
+    table = _OPERATORS.get(collection)
+    if table is None:
+        table = collection_operators(collection.indexes.values, collection.namespace)
+        _OPERATORS[collection] = table
+    return dataclasses.replace(context, operators=table)
 
 
 @dataclass
@@ -186,7 +207,7 @@ class DataView:
                 projection=projection,
                 skip=skip,
                 limit=limit,
-                context=context,
+                context=_for_collection(context, collection),
                 as_of=self.as_of,
             )
         except SnapshotTooOld as exc:
@@ -513,7 +534,7 @@ class DataStore(Oplog):
                 multi=multi,
                 upsert=upsert,
                 array_filters=array_filters,
-                context=context,
+                context=_for_collection(context, collection),
             )
         except BaseException as exc:
             self._undo_create(db, coll, checkpoint)
@@ -541,9 +562,16 @@ class DataStore(Oplog):
         writes = _StoreWrites(self, db, coll, bypass_validation=True)
         try:
             if collection is None:
-                crud.count(Collection(f"{db}.{coll}"), query, context=context)  # parse it
+                empty = Collection(f"{db}.{coll}")
+                crud.count(empty, query, context=_for_collection(context, empty))  # parse it
                 return 0
-            n = crud.delete(collection, query, writes, limit=1 if limit else 0, context=context)
+            n = crud.delete(
+                collection,
+                query,
+                writes,
+                limit=1 if limit else 0,
+                context=_for_collection(context, collection),
+            )
         except BaseException as exc:
             raise translate_store_errors(exc, f"{db}.{coll}") from exc
         self._maybe_trim()
@@ -597,7 +625,7 @@ class DataStore(Oplog):
                 sort=sort or None,
                 fields=fields or None,
                 array_filters=array_filters,
-                context=context,
+                context=_for_collection(context, collection),
             )
         except BaseException as exc:
             self._undo_create(db, coll, checkpoint)
