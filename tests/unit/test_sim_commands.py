@@ -204,6 +204,28 @@ def test_aggregate_distinct_and_count(client: RawClient) -> None:
     assert client.command("db", {"count": "o"})["n"] == 3
 
 
+def test_group_and_bucket_put_id_first(client: RawClient) -> None:
+    # A server's $group and $bucket documents: _id, then the accumulators as named.
+    client.command("db", {"insert": "c", "documents": [{"k": i % 2, "n": i} for i in range(6)]})
+
+    def keys(stage: dict[str, Any]) -> list[list[str]]:
+        reply = client.command(
+            "db", {"aggregate": "c", "pipeline": [stage, {"$sort": {"_id": 1}}], "cursor": {}}
+        )
+        return [list(doc) for doc in reply["cursor"]["firstBatch"]]
+
+    group = {"$group": {"total": {"$sum": "$n"}, "_id": "$k", "count": {"$sum": 1}}}
+    assert keys(group) == [["_id", "total", "count"]] * 2
+    bucket = {
+        "$bucket": {
+            "groupBy": "$n",
+            "boundaries": [0, 3, 10],
+            "output": {"ns": {"$push": "$n"}, "count": {"$sum": 1}},
+        }
+    }
+    assert keys(bucket) == [["_id", "ns", "count"]] * 2
+
+
 def test_fire_and_forget_write(rs: ReplicaSet, client: RawClient) -> None:
     client.fire_and_forget("db", {"insert": "c", "documents": [{"_id": 1}]})
     assert client.command("db", {"count": "c"})["n"] == 1  # ordered on the connection
@@ -306,7 +328,8 @@ def test_text_and_geo_queries_run_on_the_collections_indexes(client: RawClient) 
     client.command("db", {"insert": "places", "documents": places})
     near = {"loc": {"$near": {"$geometry": {"type": "Point", "coordinates": [-73.9667, 40.78]}}}}
     unindexed = client.command("db", {"find": "places", "filter": near})
-    assert unindexed["code"] == 291  # NoQueryExecutionPlans: $near needs its index
+    # NoQueryExecutionPlans: $near needs its index.
+    assert (unindexed["code"], unindexed["codeName"]) == (291, "NoQueryExecutionPlans")
     no_text = client.command("db", {"find": "places", "filter": {"$text": {"$search": "park"}}})
     assert no_text["code"] == 27  # IndexNotFound: text index required for $text query
     client.command(
