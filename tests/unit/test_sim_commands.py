@@ -361,5 +361,31 @@ def test_text_and_geo_queries_run_on_the_collections_indexes(client: RawClient) 
         },
     )["cursor"]["firstBatch"]
     assert [(doc["_id"], doc["score"]) for doc in scored] == [(1, 1.1), (3, 1.0)]
+
+    def aggregated(pipeline: list[Any]) -> list[Any]:
+        reply = client.command("db", {"aggregate": "places", "pipeline": pipeline, "cursor": {}})
+        return [doc["_id"] for doc in reply["cursor"]["firstBatch"]]
+
+    # A pipeline parses with the collection's search: $text in its leading $match and
+    # the $geoNear stage over the collection's 2dsphere index.
+    text_match = {"$match": {"$text": {"$search": "park"}}}
+    assert aggregated([text_match, {"$sort": {"_id": -1}}]) == [3, 1]
+    geo_near = {
+        "$geoNear": {
+            "near": {"type": "Point", "coordinates": [-73.9667, 40.78]},
+            "distanceField": "d",
+            "query": {"about": {"$ne": "cafe"}},
+        }
+    }
+    assert aggregated([geo_near]) == [1, 3]
+
+    def refused(pipeline: list[Any]) -> Any:
+        reply = client.command("db", {"aggregate": "places", "pipeline": pipeline, "cursor": {}})
+        return reply["code"]
+
+    assert refused([{"$match": near}]) == 5626500  # a pipeline's $match may not sort
+    assert refused([{"$sort": {"_id": 1}}, text_match]) == 238  # $text only leads
+    assert refused([text_match, {"$project": {"s": {"$meta": "textScore"}}}]) == 238
+    assert refused([{"$sort": {"_id": 1}}, geo_near]) == 40602  # $geoNear only leads
     deleted = client.command("db", {"delete": "places", "deletes": [{"q": near, "limit": 1}]})
     assert deleted["n"] == 1 and ids({}) == [2, 3]

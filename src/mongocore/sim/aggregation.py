@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
+from mongocore.sim.codes import CommandError
 from mongocore.sim.collation import Collation
 from mongocore.sim.engine.context import MatchContext
 from mongocore.sim.engine.expressions import (
@@ -29,7 +30,8 @@ from mongocore.sim.engine.expressions import (
     Scope,
     compile_expression,
 )
-from mongocore.sim.engine.stages import Pipeline, PipelineContext, parse_pipeline
+from mongocore.sim.engine.stages import Pipeline, PipelineContext, Stage, parse_pipeline
+from mongocore.sim.engine.stages.registry import StageProvider
 from mongocore.sim.engine.values import MISSING
 
 if TYPE_CHECKING:
@@ -131,7 +133,14 @@ def parse(
 ) -> Pipeline:
     """``pipeline`` parsed whole in a command's context: its documents come from ``view``
     (other collections through a :class:`StoreResolver`), its ``$out`` and ``$merge``
-    write into ``store`` (without one they are refused)."""
+    write into ``store`` (without one they are refused). A pipeline over a collection
+    has its ``$geoNear`` stage, over the collection's indexes as ``view`` holds them."""
+    providers: dict[str, StageProvider] = {}
+    if view is not None and coll is not None:
+        providers = {
+            name: _top_level_only(name, provider)
+            for name, provider in view.pipeline_providers(db, coll).items()
+        }
     context = PipelineContext(
         db=db,
         coll=coll,
@@ -141,8 +150,21 @@ def parse(
         resolver=StoreResolver(view),
         writer=None if store is None else StoreWriter(store, bypass_validation=bypass_validation),
         within=within,
+        providers=providers,
     )
     return parse_pipeline(list(pipeline), context)
+
+
+def _top_level_only(name: str, provider: StageProvider) -> StageProvider:
+    """``provider`` for the command's own pipeline: a sub-pipeline reads another
+    collection (or a view), whose indexes the provider does not search."""
+
+    def parse(argument: Any, context: PipelineContext) -> Stage:
+        if context.within or context.depth:
+            raise CommandError(238, f"{name} in a sub-pipeline is not implemented by the simulator")
+        return provider(argument, context)
+
+    return parse
 
 
 def run(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional
 
 from bson import Int64
@@ -410,9 +410,15 @@ def run_aggregate(
 ) -> list[dict[str, Any]]:
     """A pipeline over a collection's documents as ``view`` holds them, parsed whole
     first; its ``$out`` or ``$merge`` writes into ``store``. A leading ``$match`` is the
-    engine's query (its index lookups)."""
+    engine's query (its index lookups, ``$text`` and the geo operators over the
+    collection's indexes); the rest of the pipeline parses as the engine's stages."""
+    first = pipeline[0] if pipeline else None
+    leading = isinstance(first, Mapping) and list(first) == ["$match"]
+    if leading:
+        assert isinstance(first, Mapping)
+        _check_leading_match(first["$match"], pipeline[1:])
     parsed = aggregation.parse(
-        pipeline,
+        [{"$match": {}}, *pipeline[1:]] if leading else pipeline,
         view=view,
         store=store,
         db=db,
@@ -423,8 +429,7 @@ def run_aggregate(
         allow_disk_use=allow_disk_use,
     )
     stages = parsed.stages
-    first = pipeline[0] if pipeline else None
-    if stages and stages[0].name == "$match" and isinstance(first, Mapping):
+    if leading and isinstance(first, Mapping):
         context = match_context(collation)
         if variables:
             context = dataclasses.replace(context, variables=dict(variables))
@@ -433,6 +438,32 @@ def run_aggregate(
     else:
         docs = view.documents(db, coll)
     return list(Pipeline(stages, parsed.context).run(dict(doc) for doc in docs))
+
+
+def _check_leading_match(query: Any, rest: Sequence[Any]) -> None:
+    """Refuse what a leading ``$match`` cannot do in a pipeline: ``$near`` and
+    ``$nearSphere`` sort, which a pipeline's ``$match`` may not (the server's 5626500),
+    and a ``$text`` score read by a later stage, which the simulator does not carry from
+    the query into the pipeline (238)."""
+    if _mentions(query, lambda key, value: key in ("$near", "$nearSphere")):
+        raise CommandError(
+            5626500,
+            "$geoNear, $near, and $nearSphere are not allowed in this context, as these "
+            "operators require sorting geospatial data. If you do not need sort, consider "
+            "using $geoWithin instead.",
+        )
+    scored = isinstance(query, Mapping) and "$text" in query
+    if scored and _mentions(list(rest), lambda key, value: key == "$meta" and value == "textScore"):
+        raise CommandError(238, "the text score in a pipeline is not implemented by the simulator")
+
+
+def _mentions(value: Any, wanted: Callable[[str, Any], bool]) -> bool:
+    """Whether a key of a document anywhere in ``value`` is ``wanted`` with its value."""
+    if isinstance(value, Mapping):
+        return any(wanted(str(key), item) or _mentions(item, wanted) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions(item, wanted) for item in value)
+    return False
 
 
 def cmd_count(ctx: CommandContext) -> Reply:

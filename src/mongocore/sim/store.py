@@ -38,7 +38,8 @@ from mongocore.sim.engine import capped, crud, timeseries
 from mongocore.sim.engine.context import MatchContext, OperatorTable
 from mongocore.sim.engine.indexes import IndexSpec, make_index
 from mongocore.sim.engine.indexes import index_listing as listing
-from mongocore.sim.engine.search import collection_operators
+from mongocore.sim.engine.search import collection_operators, geo_near_parser
+from mongocore.sim.engine.stages.registry import StageProvider
 from mongocore.sim.engine.store import ID_INDEX, Collection, SnapshotTooOld
 from mongocore.sim.oplog import (
     OPLOG_HISTORY,
@@ -92,16 +93,26 @@ def stamp_of(ts: Timestamp) -> int:
 _OPERATORS: weakref.WeakKeyDictionary[Collection, OperatorTable] = weakref.WeakKeyDictionary()
 
 
-def _for_collection(context: MatchContext, collection: Collection) -> MatchContext:
-    """``context`` with the collection's operator table, so that its queries can use
-    ``$text``, ``$near``, ``$geoWithin``, ... as a server's can."""
-    if context.operators is not None:
-        return context
+def operators_of(collection: Collection) -> OperatorTable:
+    """The collection's operator table: its queries can use ``$text``, ``$near``,
+    ``$geoWithin``, ... over its own indexes, as a server's can."""
     table = _OPERATORS.get(collection)
     if table is None:
         table = collection_operators(collection.indexes.values, collection.namespace)
         _OPERATORS[collection] = table
-    return dataclasses.replace(context, operators=table)
+    return table
+
+
+def pipeline_providers(collection: Collection) -> dict[str, StageProvider]:
+    """The stages a pipeline over ``collection`` has from its indexes: ``$geoNear``."""
+    return {"$geoNear": geo_near_parser(collection.indexes.values, collection.namespace)}
+
+
+def _for_collection(context: MatchContext, collection: Collection) -> MatchContext:
+    """``context`` with the collection's operator table (unless it has one)."""
+    if context.operators is not None:
+        return context
+    return dataclasses.replace(context, operators=operators_of(collection))
 
 
 @dataclass
@@ -151,6 +162,12 @@ class DataView:
 
     def exists(self, db: str, coll: str) -> bool:
         return self._incarnation(db, coll) is not None
+
+    def pipeline_providers(self, db: str, coll: str) -> dict[str, StageProvider]:
+        """The stages a pipeline over ``db.coll`` has from its indexes
+        (:func:`pipeline_providers`); a collection that does not exist has none to use."""
+        collection = self.collection(db, coll) or Collection(f"{db}.{coll}")
+        return pipeline_providers(collection)
 
     def _namespaces(self) -> Iterator[Namespace]:
         store = self.store
