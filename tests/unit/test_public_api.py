@@ -4,6 +4,7 @@ package stays cheap."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import subprocess
 import sys
@@ -443,3 +444,22 @@ def test_logging_sessions_and_the_executor_load_when_needed() -> None:
         "mongocore.io.executor",
     ):
         assert _loaded(name, loaded), name
+
+
+def test_eq_props_are_pymongos_and_decide_equality() -> None:
+    uri = "mongodb://b:2,a:1/?replicaSet=rs&connectTimeoutMS=100&serverSelectionTimeoutMS=100"
+    with MongoClient(uri, connect=False) as ours, pymongo.MongoClient(uri, connect=False) as theirs:
+        assert ours.eq_props() == theirs.eq_props()
+        with MongoClient("mongodb://a:1,b:2/?replicaSet=rs", connect=False) as same:
+            assert ours == same and hash(ours) == hash(same)
+        with MongoClient("mongodb://a:1,b:2/?replicaSet=other", connect=False) as other:
+            assert ours != other
+
+
+def test_a_session_cannot_be_copied() -> None:
+    with (
+        MongoClient(NOWHERE, connect=False) as client,
+        client.start_session() as session,
+        pytest.raises(TypeError, match="ClientSession cannot be copied"),
+    ):
+        copy.copy(session)

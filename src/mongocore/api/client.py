@@ -491,10 +491,14 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
     def __repr__(self) -> str:
         return f"<Client {self._topology.description!r}>"
 
-    def _eq_props(self) -> tuple[Any, ...]:
+    def eq_props(
+        self,
+    ) -> tuple[tuple[tuple[str, Optional[int]], ...], Optional[str], Optional[str], str]:
+        """What two clients compare and hash by: the sorted seeds, the replica set name,
+        the SRV host and the SRV service name (pymongo's ``eq_props``)."""
         options = self._settings
         return (
-            tuple(sorted(str(address) for address in options.hosts)),
+            tuple(sorted((address.host, address.port) for address in options.hosts)),
             options.replica_set,
             options.srv_host,
             options.srv_service_name,
@@ -505,13 +509,13 @@ class Client(DeploymentInfo, ClientWatch, ClientCommands, Generic[_DocumentType]
         SRV name (as pymongo compares them)."""
         if not isinstance(other, Client):
             return NotImplemented
-        return self._eq_props() == other._eq_props()
+        return self.eq_props() == other.eq_props()
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash(self._eq_props())
+        return hash(self.eq_props())
 
 
 class _PlainConfiguration(NamedTuple):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Optional
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Optional
 
 from bson import Int64, Timestamp
 
@@ -217,6 +217,10 @@ class ClientSession(TransactionMixin, Generic[_DocumentType]):
 
     def __enter__(self) -> ClientSession[_DocumentType]:
         return self
+
+    def __copy__(self) -> NoReturn:
+        # A copy would share the server session (lsid, txnNumber) with its original.
+        raise TypeError(f"A {type(self).__name__} cannot be copied, create a new session instead")
 
     def __exit__(
         self,
