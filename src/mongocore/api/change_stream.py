@@ -149,7 +149,7 @@ class ChangeStream(Generic[_DocumentType]):
         )
         self._owned_session: Optional[ClientSession] = None
         self._session = scope._session(session)
-        if session is None:
+        if self._session.implicit:
             # One implicit session for the stream's life: a resume "MUST use the same
             # session as the previous attempt's command".
             self._owned_session = self._session

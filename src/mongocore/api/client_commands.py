@@ -32,17 +32,20 @@ _new_tuple = tuple.__new__
 # Bound once: an enum member read from its class goes through EnumType.__getattr__.
 _NONE = RetryKind.NONE
 
-#: ClientSession, Command, new_operation: sessions and operations load with the first
+#: ClientSession, Command, new_operation, bound_session: sessions and operations load with the first
 #: operation, not with the client (nor on every command: an import statement costs).
 _OPERATION_TYPES: list[Any] = []
 
 
 def _operation_types() -> list[Any]:
-    from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
+    from mongocore.api.client_session import (  # noqa: PLC0415 - see above
+        ClientSession,
+        bound_session,
+    )
     from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
     if not _OPERATION_TYPES:
-        _OPERATION_TYPES.extend((ClientSession, Command, new_operation))
+        _OPERATION_TYPES.extend((ClientSession, Command, new_operation, bound_session))
     return _OPERATION_TYPES
 
 
@@ -82,7 +85,7 @@ class ClientCommands:
         self._check_open()
         # Sessions and operations load with the first operation, not with the client.
         from mongocore.api.arguments import _command_fields  # noqa: PLC0415 - see above
-        from mongocore.api.client_session import ClientSession  # noqa: PLC0415 - see above
+        from mongocore.api.client_session import ClientSession, bound_session  # noqa: PLC0415 - see above
         from mongocore.io.operation import Command, new_operation  # noqa: PLC0415 - see above
 
         fields = _command_fields(kwargs)
@@ -90,6 +93,8 @@ class ClientCommands:
             fields["filter"] = dict(fields["filter"])
         if comment is not None:
             fields["comment"] = comment
+        if session is None:
+            session = bound_session(cast("Client", self))
         owned = session is None
         # An implicit session (ClientSession's third argument) unless one is given.
         use = ClientSession(cast("Client", self), None, True) if session is None else session
@@ -191,8 +196,12 @@ class ClientCommands:
             self._check_open()  # raises
         # One immutable instance for every command (selection caches per description).
         rp = read_preference if read_preference is not None else PRIMARY
-        session_class, command_class, make_operation = _OPERATION_TYPES or _operation_types()
+        session_class, command_class, make_operation, bound_session = (
+            _OPERATION_TYPES or _operation_types()
+        )
 
+        if session is None:
+            session = bound_session(self)
         owned = session is None
         # An implicit session (ClientSession's third argument) unless one is given. (self
         # is the Client this mixin is part of.)

@@ -19,6 +19,7 @@ consistent reads, and Snapshot Reads (``snapshot=True``: "Server Commands" and
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, Optional
 
@@ -84,6 +85,54 @@ def _default_options() -> SessionOptions:
     if not _DEFAULT_OPTIONS:
         _DEFAULT_OPTIONS.append(SessionOptions())
     return _DEFAULT_OPTIONS[0]
+
+
+#: The session ``ClientSession.bind()`` binds: operations given no session use it (a
+#: context variable, so each thread, and each task of a context, has its own).
+_BOUND: ContextVar[Optional[ClientSession[Any]]] = ContextVar(
+    "mongocore_bound_session", default=None
+)
+
+
+def bound_session(client: Client[Any]) -> Optional[ClientSession[Any]]:
+    """The session bound in this context (``ClientSession.bind()``), or None. A bound
+    session of another client is an error, as pymongo's: its operations would run
+    outside the session the caller meant them to be in."""
+    session = _BOUND.get()
+    if session is None:
+        return None
+    if session._client is not client:
+        raise InvalidOperation(
+            "Only the client that created the bound session can perform operations within"
+            " its context block"
+        )
+    return session
+
+
+class BoundSessionContext:
+    """What ``ClientSession.bind()`` returns: a ``with`` block in which operations given
+    no session run in the bound one, ending it on exit unless told not to."""
+
+    def __init__(self, session: ClientSession[Any], end_session: bool) -> None:
+        self._session = session
+        self._end_session = end_session
+        self._token: Optional[Token[Optional[ClientSession[Any]]]] = None
+
+    def __enter__(self) -> ClientSession[Any]:
+        self._token = _BOUND.set(self._session)
+        return self._session
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc_val: Optional[BaseException],
+        exc_tb: Optional[TracebackType],
+    ) -> None:
+        if self._token is not None:
+            _BOUND.reset(self._token)
+            self._token = None
+        if self._end_session:
+            self._session.end_session()
 
 
 class ClientSession(TransactionMixin, Generic[_DocumentType]):
@@ -217,6 +266,12 @@ class ClientSession(TransactionMixin, Generic[_DocumentType]):
 
     def __enter__(self) -> ClientSession[_DocumentType]:
         return self
+
+    def bind(self, end_session: bool = True) -> BoundSessionContext:
+        """A ``with`` block in which every operation of this session's client given no
+        ``session`` runs in this one (pymongo 4.17's ``bind``); the session ends when
+        the block does, unless ``end_session`` is False."""
+        return BoundSessionContext(self, end_session)
 
     def __copy__(self) -> NoReturn:
         # A copy would share the server session (lsid, txnNumber) with its original.

@@ -242,8 +242,8 @@ class CollectionReads(CollectionBase):
         read_preference: Optional[ReadPreference],
         timeout_ms: Optional[float],
     ) -> Document:
-        owned = session is None
         use = self._session(session)
+        owned = use.implicit
         try:
             return self._read(
                 self._database.name,

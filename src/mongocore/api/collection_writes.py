@@ -24,7 +24,7 @@ from mongocore.api.arguments import (
     _with_id,
 )
 from mongocore.api.bulk import _BulkWrite
-from mongocore.api.client_session import ClientSession
+from mongocore.api.client_session import ClientSession, bound_session
 from mongocore.api.collection_base import CollectionBase
 from mongocore.api.operations import (
     DeleteMany,
@@ -120,6 +120,8 @@ class CollectionWrites(CollectionBase):
         if type(document) is not dict and not isinstance(document, Mapping):
             raise TypeError(f"document must be a mapping (a dict), not {type(document).__name__}")
         statement = _with_id(document)
+        if session is None:
+            session = bound_session(self._client)
         owned = session is None
         write_concern = self._write_concern
         # (The implicit session without _write_session's call.)
@@ -431,8 +433,8 @@ class CollectionWrites(CollectionBase):
     ) -> tuple[BulkWriteResult, Optional[Mapping[str, Any]]]:
         """The result, and the last command's reply (a single write's raw result)."""
         write_concern = self._write_concern
-        owned = session is None
         use = self._write_session(session, write_concern)
+        owned = use.implicit
         try:
             bulk = _BulkWrite(
                 self._collection(),
@@ -489,8 +491,8 @@ class CollectionWrites(CollectionBase):
                 raise TypeError(f"{reserved!r} cannot be given as a keyword argument")
         collation = _collation_or_none(fields.pop("collation", None))
         write_concern = self._write_concern
-        owned = session is None
         use = self._write_session(session, write_concern)
+        owned = use.implicit
         projected = _projection(projection)
         sort_doc = None if sort is None else _sort_document(sort)
         hint_doc = None if hint is None else _hint(hint)

@@ -167,8 +167,8 @@ def _run_cursor_command(
     write: bool = False,
     operation_name: Optional[str] = None,
 ) -> CommandCursor:
-    owned = session is None
     use = target._session(session)
+    owned = use.implicit
     sent: list[Document] = []
     started = time.monotonic()
 

@@ -317,8 +317,8 @@ class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
         as it is: never retried, no read concern)."""
         collection = self._collection
         body: Document = {"explain": self._find_body()}
-        owned = self._given_session is None
         session = collection._session(self._given_session)
+        owned = session.implicit
         try:
             return collection._read(
                 collection.database.name,
@@ -368,8 +368,8 @@ class Cursor(FindModifiers, _CursorBase, Generic[_DocumentType]):
         if self._empty:
             return
         collection = self._collection
-        owned = self._given_session is None
         session = collection._session(self._given_session)
+        owned = session.implicit
         self._session = session
         self._owned_session = session if owned else None
         body = self._find_body()
@@ -419,6 +419,7 @@ def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Doc
         "singleBatch": True,
     }
     session = collection._session(None)
+    owned = session.implicit  # False for a session bound by ClientSession.bind()
     database = collection._database._name
     try:
         outcome = collection._read(
@@ -434,17 +435,20 @@ def find_first(collection: Collection, filter: Optional[Filter]) -> Optional[Doc
         if type(reply_cursor) is not dict and not isinstance(reply_cursor, Mapping):
             raise OperationFailure("the reply has no cursor document", None, outcome.reply)
     except BaseException:
-        session.end_session()
+        if owned:
+            session.end_session()
         raise
     cursor_id = reply_cursor.get("id", 0)
     if outcome.pinned is not None or (cursor_id != 0 and _cursor_id(cursor_id) != 0):
         cursor = Cursor(collection, filter, limit=-1)
         cursor._started = True
-        cursor._session = cursor._owned_session = session
+        cursor._session = session
+        cursor._owned_session = session if owned else None
         with cursor:
             cursor._adopt(outcome, (database, collection.name))
             return next(cursor, None)
-    session.end_session()
+    if owned:
+        session.end_session()
     batch = reply_cursor.get("firstBatch")
     if not batch:
         return None

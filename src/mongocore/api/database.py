@@ -263,8 +263,8 @@ class Database(_Target, DatabaseWatch, Generic[_DocumentType]):
             {command: value, **kwargs} if isinstance(command, str) else {**command, **kwargs}
         )
         name = str(next(iter(document), "command"))
-        owned = session is None
         use = self._session(session)
+        owned = use.implicit
         started = time.monotonic()
         try:
             outcome = self._read(

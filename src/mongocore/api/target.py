@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import bson
 
-from mongocore.api.client_session import ClientSession
+from mongocore.api.client_session import ClientSession, bound_session
 from mongocore.core import codec
 from mongocore.core.codec import AnyCodecOptions
 from mongocore.core.retry_policy import RetryKind
@@ -99,7 +99,10 @@ class _Target:
 
     def _session(self, session: Optional[ClientSession]) -> ClientSession:
         if session is None:
-            return ClientSession(self._client, None, True)  # implicit
+            # The session bound by ClientSession.bind() is passed as if given.
+            session = bound_session(self._client)
+            if session is None:
+                return ClientSession(self._client, None, True)  # implicit
         session._check_usable(self._client)
         return session
 
@@ -107,7 +110,9 @@ class _Target:
         self, session: Optional[ClientSession], write_concern: WriteConcern
     ) -> ClientSession:
         if session is None:  # what _session does, one call less for every write
-            return ClientSession(self._client, None, True)  # implicit
+            session = bound_session(self._client)
+            if session is None:
+                return ClientSession(self._client, None, True)  # implicit
         # In a transaction the commit's write concern applies, never the target's.
         if not write_concern.acknowledged and not session.in_transaction:
             raise ConfigurationError(
