@@ -51,7 +51,7 @@ class FakeClock:
 
 
 def test_a_snapshot_session_does_not_see_later_writes() -> None:
-    """Issue 32: a snapshot session reads as of its first read's atClusterTime, so a
+    """A snapshot session reads as of its first read's atClusterTime, so a
     write made after that read is not seen by the next ones, in any read command."""
     with ReplicaSet(1, election_delay=0.02) as rs, sim_client(rs.uri) as client:
         collection = client["db"]["c"]
