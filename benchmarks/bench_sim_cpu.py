@@ -1,7 +1,7 @@
 """The simulator before and after, side by side in one run: its own CPU per command,
 and a lagging secondary's first read after a long history.
 
-Per command (issue 33, item 2): the CPU of the serving thread of the primary of an
+Per command: the CPU of the serving thread of the primary of an
 in-process three-member replica set (``time.thread_time`` around its request handler:
 decoding the request, running the command, encoding the reply), median over
 ``--count`` requests, for ``ping``, ``find`` by ``_id`` (as ``find_one`` sends it),
@@ -11,7 +11,7 @@ process of its own (``PYTHONPATH`` set to the tree's ``src``), the trees taking 
 ``--rounds`` times so that both see the same machine; the figure is the median of the
 rounds' medians.
 
-Catch-up (issue 33, item 1): a replica set whose secondaries lag by an hour on a fake
+Catch-up: a replica set whose secondaries lag by an hour on a fake
 clock receives ``N`` inserts (batches of 1,000 into collections of 1,000); the clock
 then moves past the lag and the secondary's first ``find`` (wall time) is measured,
 while another connection pings the same member in a loop (the slowest ping is
