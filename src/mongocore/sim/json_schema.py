@@ -14,17 +14,15 @@ are refused as a server refuses them.
 
 from __future__ import annotations
 
-import datetime
 import math
 import re
-import uuid
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any, Callable, Optional
 
-from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson import Decimal128
 
 from mongocore.sim.codes import CommandError
+from mongocore.sim.engine.types import type_name
 from mongocore.sim.engine.values import equal
 
 __all__ = ["Details", "bson_type", "check_schema", "schema_failures"]
@@ -61,44 +59,9 @@ _NUMBERS = frozenset({"double", "int", "long", "decimal"})
 
 
 def bson_type(value: Any) -> str:
-    """The BSON type alias ($type name) of a decoded value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, Int64):
-        return "long"
-    if isinstance(value, int):
-        return "int" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, (Decimal128, Decimal)):
-        return "decimal"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, DBRef):
-        return "object"
-    if isinstance(value, Mapping):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, ObjectId):
-        return "objectId"
-    if isinstance(value, datetime.datetime):
-        return "date"
-    if isinstance(value, (bytes, Binary, uuid.UUID)):
-        return "binData"
-    if isinstance(value, (Regex, re.Pattern)):
-        return "regex"
-    if isinstance(value, Timestamp):
-        return "timestamp"
-    if isinstance(value, Code):
-        return "javascriptWithScope" if value.scope else "javascript"
-    if isinstance(value, MinKey):
-        return "minKey"
-    if isinstance(value, MaxKey):
-        return "maxKey"
-    return "object"
+    """The BSON type alias ($type name) of a decoded value: the engine's, so that
+    ``bsonType`` and ``$type`` never disagree (a Code value is "javascript")."""
+    return type_name(value)
 
 
 def _number(value: Any) -> Optional[float]:

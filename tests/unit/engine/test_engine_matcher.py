@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 import pytest
-from bson import Binary, Decimal128, Int64, MaxKey, MinKey, Regex
+from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, Regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -157,6 +157,18 @@ def test_json_schema() -> None:
     assert matches(flt, {"a": 1})
     assert not matches(flt, {"a": "x"})
     assert not matches(flt, {})
+
+
+def test_json_schema_bson_type_names_code_as_javascript() -> None:
+    def kind(name: str) -> dict[str, Any]:
+        return {"$jsonSchema": {"properties": {"a": {"bsonType": name}}}}
+
+    code, with_scope = {"a": Code("f()")}, {"a": Code("f()", {"x": 1})}
+    assert not matches(kind("string"), code)
+    assert matches(kind("javascript"), code)
+    assert not matches(kind("javascript"), with_scope)
+    assert matches(kind("javascriptWithScope"), with_scope)
+    assert matches(kind("string"), {"a": "f()"})
 
 
 ints = st.integers(-3, 3)
