@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-pytest.importorskip("mongomock")
+pytest.importorskip("pyuca", reason="the simulator needs the sim extra")
 
 from mongocore.errors import ExecutionTimeout, NetworkTimeout
 from mongocore.sim import Standalone

@@ -212,6 +212,35 @@ def test_the_purity_check_sees_a_lock_a_clock_and_a_random_draw(tmp_path: Path) 
     ]
 
 
+def time_imports(path: Path) -> Iterator[str]:
+    """Where ``path`` imports :mod:`time`, the clock the shell reads only through io/clock.py."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        if "time" in names:
+            yield f"line {node.lineno}: imports time"
+
+
+def test_the_shell_reads_time_only_through_its_clock_module() -> None:
+    """One seam for time: every monotonic(), time(), sleep() of io/ goes through io/clock.py."""
+    found = {
+        module_name(path): list(time_imports(path))
+        for path in sorted((PACKAGE / "io").rglob("*.py"))
+        if path.name != "clock.py"
+    }
+    assert {module: lines for module, lines in found.items() if lines} == {}
+
+
+def test_the_clock_check_sees_an_import_of_time(tmp_path: Path) -> None:
+    """The broken variant: both spellings of importing time must be caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("import time\nfrom time import monotonic\nimport datetime\n", encoding="utf-8")
+    assert list(time_imports(bad)) == ["line 1: imports time", "line 2: imports time"]
+
+
 def test_no_import_cycles() -> None:
     graph = import_graph()
     cycles: list[list[str]] = []

@@ -18,7 +18,6 @@ events by :mod:`mongocore.io.command_log`.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -30,6 +29,7 @@ from mongocore.core.events import (
 )
 from mongocore.core.stable_api import add_api_fields
 from mongocore.errors import OperationFailure, command_error_from_reply
+from mongocore.io import clock as _clock
 from mongocore.io.connection import Connection
 from mongocore.io.counters import atomic_next, next_request_id
 
@@ -174,7 +174,7 @@ def run_command(
         # Once the message is encoded: a command that cannot be (DocumentTooLarge,
         # InvalidDocument) is never sent, and has no events.
         publisher.publish(listeners, "started", CommandStartedEvent(command=shown, **common))
-        started.append(time.perf_counter())
+        started.append(_clock.perf_counter())
 
     try:
         reply = connection.command(
@@ -192,13 +192,13 @@ def run_command(
     except BaseException as exc:
         if not started:
             raise
-        duration = time.perf_counter() - started[0]
+        duration = _clock.perf_counter() - started[0]
         failure = redacted_failure(exc) if sensitive else exc
         publisher.publish(
             listeners, "failed", CommandFailedEvent(duration=duration, failure=failure, **common)
         )
         raise
-    duration = time.perf_counter() - started[0]
+    duration = _clock.perf_counter() - started[0]
     publisher.publish(
         listeners,
         "succeeded",

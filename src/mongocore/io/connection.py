@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import socket
 import sys
-import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union, runtime_checkable
 
@@ -85,6 +84,7 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.connection_io import ConnectionIO
 
 # ConnectionSettings is documented public as mongocore.io.connection.ConnectionSettings
@@ -284,10 +284,10 @@ class Connection(ConnectionIO):
             data = encode_op_msg(command, request_id)
         else:
             data = encode_handshake_query(command, request_id)
-        start = time.monotonic()
+        start = _clock.monotonic()
         header, message = self._exchange(data, request_id, settings.connect_timeout)
         reply = self._unpack_reply(header, message, request_id, expect_op_msg=op_msg)
-        self.handshake_duration = time.monotonic() - start
+        self.handshake_duration = _clock.monotonic() - start
         if reply.get("ok") != 1:
             raise command_error_from_reply(reply)
         speculative = reply.pop("speculativeAuthenticate", None)

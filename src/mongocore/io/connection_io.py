@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-import time
 from typing import Any, Optional, TypeVar
 
 from mongocore.core.address import Address
@@ -49,6 +48,7 @@ from mongocore.errors import (
     OperationFailure,
     ProtocolError,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.connection_settings import ConnectionSettings
 from mongocore.io.deadlines import deadline_after, earliest, recv_exactly, recv_some, send_all
 
@@ -190,7 +190,7 @@ class ConnectionIO:
         bounded = timeout is not None or deadline is not None
         limit: Optional[float] = None  # unbounded: the socket blocks (the common case)
         if bounded:
-            now = time.monotonic()
+            now = _clock.monotonic()
             if data is not None and (
                 (timeout is not None and timeout <= 0) or (deadline is not None and deadline <= now)
             ):

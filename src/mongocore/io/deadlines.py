@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import socket
 import sys
-import time
 from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, Union
+
+from mongocore.io import clock as _clock
 
 if TYPE_CHECKING:
     import ssl
@@ -69,7 +70,7 @@ def deadline_after(timeout: Optional[float], now: Optional[float] = None) -> Opt
     """The deadline ``timeout`` seconds from ``now`` (default: the monotonic clock)."""
     if timeout is None:
         return None
-    return (time.monotonic() if now is None else now) + timeout
+    return (_clock.monotonic() if now is None else now) + timeout
 
 
 def _arm(sock: socket.socket, deadline: Optional[float]) -> None:
@@ -78,7 +79,7 @@ def _arm(sock: socket.socket, deadline: Optional[float]) -> None:
         if sock.gettimeout() is not None:
             sock.settimeout(None)
         return
-    remaining = deadline - time.monotonic()
+    remaining = deadline - _clock.monotonic()
     if remaining <= 0:
         raise socket.timeout("deadline passed")
     sock.settimeout(remaining)
@@ -119,7 +120,7 @@ def _read(
         if sock.gettimeout() is not None:
             sock.settimeout(None)
         return read(argument)
-    remaining = deadline - time.monotonic()
+    remaining = deadline - _clock.monotonic()
     if remaining > 0:
         sock.settimeout(remaining)
         try:

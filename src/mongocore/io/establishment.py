@@ -18,12 +18,12 @@ import select
 import socket
 import sys
 import threading
-import time
 from typing import Any, Optional
 
 from mongocore.core.address import Address
 from mongocore.core.description.errors import RETRYABLE_ERROR_LABEL, SYSTEM_OVERLOADED_LABEL
 from mongocore.errors import ConfigurationError, NetworkError, NetworkTimeout
+from mongocore.io import clock as _clock
 from mongocore.io.connection_io import shutdown_socket
 from mongocore.io.connection_settings import ConnectionSettings
 
@@ -103,7 +103,7 @@ def open_socket(
 
     def attempt_deadline() -> Optional[float]:
         if each_attempt and timeout is not None:
-            return time.monotonic() + timeout
+            return _clock.monotonic() + timeout
         return deadline
 
     if address.port is None:
@@ -158,7 +158,7 @@ def _connect_one(
             raise NetworkError(f"connecting to {address} was cancelled", address=address)
         remaining: Optional[float] = None
         if deadline is not None:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - _clock.monotonic()
             if remaining <= 0:
                 raise socket.timeout("connectTimeoutMS passed before this address was tried")
         if cancellation is None:

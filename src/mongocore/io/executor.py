@@ -12,7 +12,6 @@ Read Commands"). What it runs (the operation, each attempt's command, the outcom
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -54,6 +53,7 @@ from mongocore.errors import (
     ServerSelectionError,
     write_concern_error_from_reply,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.command_monitoring import next_operation_id, run_command
 from mongocore.io.connection_io import request_not_sent, unless_sent
 from mongocore.io.operation import (
@@ -214,7 +214,7 @@ class Executor:
                 self._socket_timeout is not None and timeout_ms is None,
             )
         )
-        deadline = time.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
+        deadline = _clock.monotonic() + timeout_ms / 1000.0 if timeout_ms else None
         operation_id = op.operation_id if op.operation_id is not None else next_operation_id()
         if op.pinned is not None:
             return self._run_pinned(op, op.pinned, operation_id, deadline, transaction)
@@ -336,7 +336,7 @@ class Executor:
             if isinstance(policy, ReadPolicy):
                 # The reads seed's "as many times as necessary", within a bound.
                 if deadline is None:
-                    now = time.monotonic()
+                    now = _clock.monotonic()
                     if retry_until is None:
                         retry_until = now + self._server_selection_timeout
                     elif now >= retry_until:
@@ -448,7 +448,7 @@ class Executor:
             apply_read_preference(body, op.read_preference, topology_type, sd)
         timeout: Union[float, EllipsisType, None] = ...
         if deadline is not None:
-            remaining = deadline - time.monotonic()
+            remaining = deadline - _clock.monotonic()
             # Client Side Operations Timeout, "Command Execution": a command is not sent
             # when no more time is left than the server's minimum round trip time (it
             # would time out on the socket); it carries the rest as maxTimeMS.
@@ -561,7 +561,7 @@ class Executor:
         timeout = None
         if deadline is not None:
             limit = topology.settings.server_selection_timeout_ms / 1000.0
-            timeout = max(0.0, min(limit, deadline - time.monotonic()))
+            timeout = max(0.0, min(limit, deadline - _clock.monotonic()))
         pinned = transaction.pinned if transaction is not None else None
         if pinned is not None and op.address is None:
             # Every command of a sharded transaction goes to the mongos of its first.
@@ -666,8 +666,8 @@ class _DeadlineExpired(Exception):
 def _remaining(deadline: Optional[float]) -> Optional[float]:
     if deadline is None:
         return None
-    return max(0.0, deadline - time.monotonic())
+    return max(0.0, deadline - _clock.monotonic())
 
 
 def _expired(deadline: Optional[float]) -> bool:
-    return deadline is not None and time.monotonic() >= deadline
+    return deadline is not None and _clock.monotonic() >= deadline

@@ -48,7 +48,6 @@ thread ends, closing its connections, its RTT thread and its server's pool.
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple, Optional, Protocol
@@ -77,6 +76,7 @@ from mongocore.errors import (
     ProtocolError,
     command_error_from_reply,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.connection import Connection, connect
 from mongocore.io.monitor_connection import CheckCancelled, ConnectionSlot, abort
 
@@ -156,7 +156,7 @@ class Monitor:
         publisher: Optional[EventPublisher] = None,
         *,
         connect: Callable[..., Connection] = connect,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = _clock.monotonic,
     ) -> None:
         self._address = address
         # Weak: the monitor thread must not keep an unclosed client's topology alive
@@ -339,7 +339,7 @@ class Monitor:
                 )
                 self._drop_connection()
                 self._rtt.reset()
-                self._last_check_end = time.monotonic()
+                self._last_check_end = _clock.monotonic()
                 self._report_unknown(f"internal error in the monitor: {_describe(exc)}")
                 self._wait()
 
@@ -436,13 +436,13 @@ class Monitor:
         with self._cond:
             deadline = self._last_check_end + settings.heartbeat_frequency
             while not self._stopped and not self._check_requested:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - _clock.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
             earliest = self._last_check_end + settings.min_heartbeat_frequency
             while not self._stopped:
-                remaining = earliest - time.monotonic()
+                remaining = earliest - _clock.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
@@ -479,7 +479,7 @@ class Monitor:
         finally:
             with self._lock:
                 self._checking = False
-        self._last_check_end = time.monotonic()
+        self._last_check_end = _clock.monotonic()
         cancelled = self._is_cancelled(generation)
         if error is None and not cancelled:
             assert description is not None
@@ -510,11 +510,11 @@ class Monitor:
         if connection is None or connection.closed:
             self._connections_opened += 1
             self._publish_started(False, self._connections_opened, None)
-            start = time.monotonic()
+            start = _clock.monotonic()
             connection = self._establish(generation, self._connections_opened)
             self._heartbeat_connection = (connection.id, connection.server_connection_id)
             duration = getattr(connection, "handshake_duration", None)
-            self._rtt.add(duration if duration is not None else time.monotonic() - start)
+            self._rtt.add(duration if duration is not None else _clock.monotonic() - start)
             self._hello_ok = connection.hello_ok
             return connection.take_hello()
         settings = self._settings
@@ -531,7 +531,7 @@ class Monitor:
         if self._streaming and topology_version is not None:
             self._pace_awaitable_hello(generation)
             self._publish_started(True, *ids)
-            self._last_awaitable_sent = time.monotonic()
+            self._last_awaitable_sent = _clock.monotonic()
             command = {
                 command_name: 1,
                 "helloOk": True,
@@ -547,9 +547,9 @@ class Monitor:
             self._note_awaited_reply(previous, reply)
             return reply
         self._publish_started(False, *ids)
-        start = time.monotonic()
+        start = _clock.monotonic()
         reply = connection.command("admin", {command_name: 1, "helloOk": True})
-        self._rtt.add(time.monotonic() - start)
+        self._rtt.add(_clock.monotonic() - start)
         return reply
 
     def _note_awaited_reply(self, previous: ServerDescription, reply: Mapping[str, Any]) -> None:
@@ -568,7 +568,7 @@ class Monitor:
         earliest = self._last_awaitable_sent + self._settings.min_heartbeat_frequency
         with self._cond:
             while not self._stopped and self._cancel_generation == generation:
-                remaining = earliest - time.monotonic()
+                remaining = earliest - _clock.monotonic()
                 if remaining <= 0:
                     return
                 self._cond.wait(remaining)
@@ -611,7 +611,7 @@ class Monitor:
     def _publish_started(
         self, awaited: bool, connection_id: int, server_connection_id: Optional[int]
     ) -> None:
-        self._heartbeat_start = time.monotonic()
+        self._heartbeat_start = _clock.monotonic()
         self._heartbeat_awaited = awaited
         self._heartbeat_connection = (connection_id, server_connection_id)
         if self._listeners:
@@ -626,7 +626,7 @@ class Monitor:
             return
         event = ServerHeartbeatSucceededEvent(
             self._address,
-            time.monotonic() - start,
+            _clock.monotonic() - start,
             reply,
             self._heartbeat_awaited,
             *self._heartbeat_connection,
@@ -640,7 +640,7 @@ class Monitor:
             return
         event = ServerHeartbeatFailedEvent(
             self._address,
-            time.monotonic() - start,
+            _clock.monotonic() - start,
             error,
             self._heartbeat_awaited,
             *self._heartbeat_connection,

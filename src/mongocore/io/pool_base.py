@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import enum
 import threading
-import time
 from collections import deque
 from typing import Any, Callable, Generic, NamedTuple, Optional, Protocol, TypeVar
 
@@ -54,6 +53,7 @@ from mongocore.errors import (
     PoolClearedError,
     PoolClosedError,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.pool_options import PoolOptions, default_options
 
 __all__ = [
@@ -204,7 +204,7 @@ class PoolBase(Generic[C]):
         load_balanced: bool = False,
         maintenance_interval: Optional[float] = DEFAULT_MAINTENANCE_INTERVAL,
         on_establish_error: Optional[Callable[[BaseException, int], None]] = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = _clock.monotonic,
         cancellation_factory: Optional[Callable[[], Cancellable]] = None,
     ) -> None:
         if maintenance_interval is not None and not maintenance_interval > 0:
@@ -346,7 +346,7 @@ class PoolBase(Generic[C]):
             self._events.append(
                 ("connection_created", ConnectionCreatedEvent(self._address, connection_id))
             )
-        return Pending(connection_id, self._generation, time.monotonic())
+        return Pending(connection_id, self._generation, _clock.monotonic())
 
     def _connect_pending(self, pending: Pending) -> C:
         """Call the factory for a pending connection, interruptible if the pool can."""
@@ -397,7 +397,7 @@ class PoolBase(Generic[C]):
                 (
                     "connection_check_out_failed",
                     ConnectionCheckOutFailedEvent(
-                        self._address, reason, time.monotonic() - started, error
+                        self._address, reason, _clock.monotonic() - started, error
                     ),
                 )
             )

@@ -16,7 +16,6 @@ queued request at once (:mod:`mongocore.io.pool`).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Optional, Union
@@ -27,6 +26,7 @@ from mongocore.core.events import (
     ConnectionReadyEvent,
 )
 from mongocore.errors import ConnectionFailure, PoolClearedError, WaitQueueTimeoutError
+from mongocore.io import clock as _clock
 from mongocore.io.pool_base import (
     C,
     CheckOutFailedReason,
@@ -90,7 +90,7 @@ class PoolCheckOut(PoolBase[C]):
                         return conn
             finally:
                 lock.release()
-        started = time.monotonic()
+        started = _clock.monotonic()
         deadline = self._deadline(started, timeout)
         to_close: Closing[C] = []
         result: Union[C, Pending, None] = None
@@ -182,7 +182,7 @@ class PoolCheckOut(PoolBase[C]):
                             (
                                 "connection_checked_out",
                                 ConnectionCheckedOutEvent(
-                                    self._address, conn.id, time.monotonic() - started
+                                    self._address, conn.id, _clock.monotonic() - started
                                 ),
                             )
                         )
@@ -218,7 +218,7 @@ class PoolCheckOut(PoolBase[C]):
                     return None
             remaining: Optional[float] = None
             if deadline is not None:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - _clock.monotonic()
                 if remaining <= 0:
                     self._leave_queue_locked(waiter)
                     self._emit_check_out_failed_locked(CheckOutFailedReason.TIMEOUT, started)
@@ -228,7 +228,7 @@ class PoolCheckOut(PoolBase[C]):
             waiter.cond.wait(remaining)
 
     def _timeout_error(self, started: float) -> WaitQueueTimeoutError:
-        waited_ms = (time.monotonic() - started) * 1000.0
+        waited_ms = (_clock.monotonic() - started) * 1000.0
         limit = "no limit" if self._max_pool_size == 0 else str(self._max_pool_size)
         in_use = f"in use: {len(self._in_use)}"
         if self._load_balanced:
@@ -301,7 +301,7 @@ class PoolCheckOut(PoolBase[C]):
                 else:
                     self._in_use[conn.id] = conn
                     if self._cmap:
-                        now = time.monotonic()
+                        now = _clock.monotonic()
                         self._events.append(
                             (
                                 "connection_ready",

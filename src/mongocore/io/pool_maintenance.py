@@ -16,10 +16,10 @@ iteration after a clear"), so a pool needs no thread to shed them.
 from __future__ import annotations
 
 import threading
-import time
 
 from mongocore.core.events import ConnectionReadyEvent
 from mongocore.core.lazy_logger import get_logger
+from mongocore.io import clock as _clock
 from mongocore.io.pool_base import C, Closing, ConnectionClosedReason, PoolBase, PoolState
 
 __all__ = ["PoolMaintenance"]
@@ -139,7 +139,7 @@ class PoolMaintenance(PoolBase[C]):
                                     ConnectionReadyEvent(
                                         self._address,
                                         conn.id,
-                                        time.monotonic() - pending.created,
+                                        _clock.monotonic() - pending.created,
                                     ),
                                 )
                             )
@@ -158,13 +158,13 @@ class PoolMaintenance(PoolBase[C]):
         assert interval is not None
         while True:
             with self._lock:
-                deadline = time.monotonic() + interval
+                deadline = _clock.monotonic() + interval
                 while (
                     not self._maintenance_requested
                     and self._state is not PoolState.CLOSED
                     and not self._abandoned
                 ):
-                    remaining = deadline - time.monotonic()
+                    remaining = deadline - _clock.monotonic()
                     if remaining <= 0:
                         break
                     self._maintenance_cond.wait(remaining)

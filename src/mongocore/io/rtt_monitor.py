@@ -11,13 +11,13 @@ thread measures it on a dedicated connection of its own. The two threads share o
 from __future__ import annotations
 
 import threading
-import time
 from typing import Callable, Optional
 
 from mongocore.core.address import Address
 from mongocore.core.lazy_logger import get_logger
 from mongocore.core.selection.rtt import EMPTY, RoundTripTime
 from mongocore.core.stable_api import hello_command_name
+from mongocore.io import clock as _clock
 from mongocore.io.connection import Connection
 from mongocore.io.monitor_connection import ConnectionSlot, abort
 from mongocore.io.monitor_settings import MonitorSettings
@@ -112,9 +112,9 @@ class RttMonitor:
                     connection, _ = self._slot.take_locked()
                 abort((connection, None), "error")
             with self._cond:
-                deadline = time.monotonic() + frequency
+                deadline = _clock.monotonic() + frequency
                 while not self._stopped:
-                    remaining = deadline - time.monotonic()
+                    remaining = deadline - _clock.monotonic()
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
@@ -124,7 +124,7 @@ class RttMonitor:
     def _ping(self) -> float:
         connection = self._slot.connection
         if connection is None or connection.closed:
-            start = time.monotonic()
+            start = _clock.monotonic()
             connection = self._slot.establish(
                 self._connect,
                 self._address,
@@ -134,11 +134,11 @@ class RttMonitor:
             self._hello_ok = connection.hello_ok
             connection.take_hello()  # only its helloOk is needed here
             duration = getattr(connection, "handshake_duration", None)
-            return duration if duration is not None else time.monotonic() - start
+            return duration if duration is not None else _clock.monotonic() - start
         command_name = hello_command_name(self._hello_ok, self._settings.connection.server_api)
-        start = time.monotonic()
+        start = _clock.monotonic()
         # "Clients MUST ignore the response to the hello command when measuring RTT."
         reply = connection.command("admin", {command_name: 1, "helloOk": True}, check=False)
-        duration = time.monotonic() - start
+        duration = _clock.monotonic() - start
         self._hello_ok = reply.get("helloOk") is True
         return duration

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from bson import Binary, Int64, Timestamp
 
 from mongocore.core.description.types import TopologyType
+from mongocore.io import clock as _clock
 
 if TYPE_CHECKING:
     from mongocore.core.description.topology import TopologyDescription
@@ -41,7 +41,7 @@ class ServerSession:
 
     __slots__ = ("_clock", "dirty", "generation", "last_use", "session_id", "txn_number")
 
-    def __init__(self, generation: int = 0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, generation: int = 0, clock: Callable[[], float] = _clock.monotonic) -> None:
         # A version 4 UUID, as BSON binary subtype 4 ("Generating a session ID locally").
         self.session_id: dict[str, Any] = {"id": Binary(uuid.uuid4().bytes, 4)}
         self._clock = clock
@@ -74,7 +74,7 @@ class ServerSessionPool:
     whose session timeout decides what is about to expire.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = _clock.monotonic) -> None:
         self._lock = threading.Lock()
         self._sessions: collections.deque[ServerSession] = collections.deque()
         self._clock = clock

@@ -17,7 +17,6 @@ from __future__ import annotations
 import random
 import sys
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Protocol
@@ -54,6 +53,7 @@ from mongocore.errors import (
     ProtocolError,
     ServerSelectionTimeoutError,
 )
+from mongocore.io import clock as _clock
 from mongocore.io.selection_cache import SelectionCache
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class Topology:
         monitor_factory: MonitorFactory,
         publisher: Optional[EventPublisher] = None,
         rng: Optional[random.Random] = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = _clock.monotonic,
         topology_id: Optional[object] = None,
     ) -> None:
         self._settings = settings
