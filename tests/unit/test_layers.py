@@ -159,16 +159,20 @@ IMPURE_MODULES = frozenset(
 CLOCK_READS = frozenset({"now", "utcnow", "today", "fromtimestamp", "utcfromtimestamp"})
 
 
+def standard_imports(node: ast.AST) -> list[str]:
+    """The absolute modules an ``import`` or ``from ... import`` node names (none for others)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    return []
+
+
 def impurities(path: Path) -> Iterator[str]:
     """What in ``path`` reads a clock or a random source or holds thread state."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        for name in names:
+        for name in standard_imports(node):
             if name.split(".")[0] in IMPURE_MODULES:
                 yield f"line {node.lineno}: imports {name}"
         if isinstance(node, ast.Call):
@@ -215,12 +219,7 @@ def test_the_purity_check_sees_a_lock_a_clock_and_a_random_draw(tmp_path: Path) 
 def time_imports(path: Path) -> Iterator[str]:
     """Where ``path`` imports :mod:`time`, the clock the shell reads only through io/clock.py."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        names: list[str] = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        if "time" in names:
+        if "time" in standard_imports(node):
             yield f"line {node.lineno}: imports time"
 
 
